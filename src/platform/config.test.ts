@@ -1,0 +1,76 @@
+// Configuration is validated at start: defaults, environment-dependent defaults, and one clear
+// line per bad variable.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { ConfigError, SETTINGS, loadConfig, publicBaseUrl } from './config.ts';
+
+test('with nothing set: sandbox on https://127.0.0.1:8443, embedded database in ./.corridor, sign-up open', () => {
+  const config = loadConfig({});
+  assert.equal(config.env, 'sandbox');
+  assert.equal(config.host, '127.0.0.1');
+  assert.equal(config.port, 8443);
+  assert.equal(config.httpPort, null);
+  assert.equal(config.databaseUrl, null);
+  assert.equal(config.dataDir, path.resolve('.corridor'));
+  assert.equal(config.signup, 'open');
+  assert.deepEqual(config.trustedProxies, []);
+  assert.equal(publicBaseUrl(config), 'https://127.0.0.1:8443');
+});
+
+test('production closes sign-up by default; an explicit value wins', () => {
+  assert.equal(loadConfig({ CORRIDOR_ENV: 'production' }).signup, 'closed');
+  assert.equal(loadConfig({ CORRIDOR_ENV: 'production', CORRIDOR_SIGNUP: 'open' }).signup, 'open');
+});
+
+test('several bad values: one ConfigError, one line per bad variable, each naming it', () => {
+  let error: unknown;
+  try {
+    loadConfig({
+      CORRIDOR_PORT: 'https',
+      CORRIDOR_HTTP_PORT: '-1',
+      CORRIDOR_ENV: 'staging',
+      DATABASE_URL: 'mysql://localhost/x',
+      CORRIDOR_TRUSTED_PROXIES: '10.0.0.0/8, proxy.internal',
+      CORRIDOR_OPS_EMAIL: 'not-an-email',
+      CORRIDOR_BODY_LIMIT_BYTES: '1.5',
+      CORRIDOR_HOST: '127.0.0.1', // fine
+    });
+  } catch (err) {
+    error = err;
+  }
+  assert.ok(error instanceof ConfigError);
+  const names = error.problems.map((line) => line.split(':')[0]);
+  assert.deepEqual(names.sort(), ['CORRIDOR_BODY_LIMIT_BYTES', 'CORRIDOR_ENV', 'CORRIDOR_HTTP_PORT', 'CORRIDOR_OPS_EMAIL', 'CORRIDOR_PORT', 'CORRIDOR_TRUSTED_PROXIES', 'DATABASE_URL']);
+  assert.equal(error.message.split('\n').length, error.problems.length);
+  assert.ok(error.problems.includes('CORRIDOR_PORT: must be a whole number from 0 to 65535 (got "https")'), error.message);
+  assert.ok(error.problems.some((l) => l.startsWith('CORRIDOR_TRUSTED_PROXIES: "proxy.internal" is not an IP address or CIDR range')));
+  assert.ok(error.problems.some((l) => l.startsWith('CORRIDOR_ENV: must be one of sandbox, production')));
+});
+
+test('settings that only make sense in pairs are checked together', () => {
+  assert.throws(() => loadConfig({ CORRIDOR_TLS_CERT: '/etc/cert.pem' }), (err: ConfigError) => err.problems[0] === 'CORRIDOR_TLS_CERT and CORRIDOR_TLS_KEY: set both or neither');
+  assert.throws(() => loadConfig({ CORRIDOR_OPS_EMAIL: 'ops@example.com' }), (err: ConfigError) => err.problems[0] === 'CORRIDOR_OPS_EMAIL and CORRIDOR_OPS_PASSWORD: set both or neither');
+  assert.throws(() => loadConfig({ CORRIDOR_OPS_EMAIL: 'ops@example.com', CORRIDOR_OPS_PASSWORD: 'short' }), (err: ConfigError) => err.problems[0]!.startsWith('CORRIDOR_OPS_PASSWORD: must be at least 12 characters'));
+});
+
+test('a secret in a bad value is not echoed back', () => {
+  assert.throws(
+    () => loadConfig({ CORRIDOR_OPS_EMAIL: 'ops@example.com', CORRIDOR_OPS_PASSWORD: 'tiny-secret' }),
+    (err: ConfigError) => !err.message.includes('tiny-secret'),
+  );
+  assert.throws(
+    () => loadConfig({ DATABASE_URL: 'mysql://corridor:db-password-here@db.internal/corridor' }),
+    (err: ConfigError) => err.problems[0]!.startsWith('DATABASE_URL: must be a postgres: or postgresql: URL') && !err.message.includes('db-password-here'),
+  );
+});
+
+test('every setting has a name, a description and a default label', () => {
+  const names = SETTINGS.map((s) => s.name);
+  assert.equal(new Set(names).size, names.length, 'no variable is declared twice');
+  for (const s of SETTINGS) {
+    assert.match(s.name, /^(CORRIDOR_[A-Z0-9_]+|DATABASE_URL)$/);
+    assert.ok(s.description.length > 10, s.name);
+    assert.ok(s.default.length > 0, s.name);
+  }
+});

@@ -1,0 +1,155 @@
+// The HTTP shell every domain's routes plug into: validation, error shape, request ids,
+// unknown routes and wrong methods, metrics and the OpenAPI document.
+import { randomUUID } from 'node:crypto';
+import Fastify from 'fastify';
+import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, FastifyRequest, RawServerDefault } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import swagger from '@fastify/swagger';
+import FindMyWay from 'find-my-way';
+import type { Logger } from '../logger.ts';
+import { ApiError } from './errors.ts';
+import { schemaValidationError, validatorCompiler } from './validation.ts';
+import { createMetrics } from './metrics.ts';
+import type { Metrics } from './metrics.ts';
+import { trustedProxyMatcher } from './trusted-proxies.ts';
+import { ErrorBody } from './schemas.ts';
+
+export type App = FastifyInstance<RawServerDefault, any, any, FastifyBaseLogger, TypeBoxTypeProvider>;
+
+export interface HttpOptions {
+  logger: Logger;
+  bodyLimitBytes: number;
+  trustedProxies: string[];
+  https?: { key: string; cert: string } | null;
+  openapi: { title: string; version: string; description: string; serverUrl?: string };
+}
+
+const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
+const REQUEST_ID = /^[\w.:-]{1,128}$/;
+
+export async function createHttpApp(options: HttpOptions): Promise<{ app: App; metrics: Metrics }> {
+  const isTrusted = trustedProxyMatcher(options.trustedProxies);
+  const app = Fastify({
+    loggerInstance: options.logger,
+    ...(options.https ? { https: options.https } : {}),
+    bodyLimit: options.bodyLimitBytes,
+    trustProxy: (address: string) => isTrusted(address),
+    genReqId: (req) => {
+      const incoming = req.headers['x-request-id'];
+      return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    },
+    return503OnClosing: true,
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
+  }).withTypeProvider<TypeBoxTypeProvider>() as unknown as App;
+
+  // JSON is the API's only body type (multipart routes register their own parser). Fastify's
+  // built-in text/plain parser would hand a string to the body schema, a misleading 422.
+  app.removeContentTypeParser('text/plain');
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSchemaErrorFormatter((errors, dataVar) => schemaValidationError(errors as never, dataVar));
+
+  const metrics = createMetrics();
+
+  // A second router that only records which paths exist, so an unknown method on a known path
+  // can answer 405 with Allow instead of a misleading 404.
+  const known = FindMyWay({ ignoreTrailingSlash: true });
+  app.addHook('onRoute', (route) => {
+    documentRequestErrors(route.schema as Record<string, unknown> | undefined);
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    for (const m of methods) {
+      if (m === 'HEAD' || m === 'OPTIONS') continue;
+      try {
+        known.on(m as 'GET', route.url, () => {});
+      } catch {
+        // the same path registered twice (e.g. with and without a trailing slash) is fine
+      }
+    }
+  });
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: { title: options.openapi.title, version: options.openapi.version, description: options.openapi.description },
+      ...(options.openapi.serverUrl ? { servers: [{ url: options.openapi.serverUrl }] } : {}),
+      components: {
+        securitySchemes: {
+          ApiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'An organization API key (sk_sandbox_… or sk_live_…).' },
+          Bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'A user access token from POST /v1/auth/token.' },
+        },
+      },
+    },
+    hideUntagged: false,
+    // Shared schemas keep their $id as their component name ("Error"), not "def-0".
+    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
+  });
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('X-Request-Id', request.id);
+  });
+
+  app.addHook('onResponse', async (request, reply) => {
+    const route = request.routeOptions.url ?? 'unmatched';
+    metrics.httpRequests.inc({ method: request.method, route, status: String(reply.statusCode) });
+    metrics.httpDuration.observe({ method: request.method, route }, reply.elapsedTime / 1000);
+  });
+
+  app.setNotFoundHandler(async (request: FastifyRequest, reply: FastifyReply) => {
+    const path = request.url.split('?')[0] ?? '/';
+    const allowed = METHODS.filter((m) => m !== request.method && known.find(m, path));
+    if (allowed.length && !known.find(request.method as 'GET', path)) {
+      reply.header('Allow', allowed.join(', '));
+      return reply.code(405).send({ code: 'method_not_allowed', message: `${request.method} is not allowed on ${path}; use ${allowed.join(', ')}` });
+    }
+    return reply.code(404).send({ code: 'not_found', message: `No route ${request.method} ${path}` });
+  });
+
+  app.setErrorHandler(async (error: FastifyError | ApiError, request, reply) => {
+    const { status, body, headers } = toErrorResponse(error);
+    if (status >= 500) request.log.error({ err: error }, 'request failed');
+    if (headers) reply.headers(headers);
+    return reply.code(status).send(body);
+  });
+
+  return { app, metrics };
+}
+
+/**
+ * Adds the errors the shell itself produces to a route's documented responses, so every route's
+ * OpenAPI entry lists them without each domain repeating it: bad JSON, oversize and wrong media
+ * type where there is a body, validation wherever there is a schema to fail.
+ */
+function documentRequestErrors(schema: Record<string, unknown> | undefined): void {
+  if (!schema || schema.hide) return;
+  const add = (status: number) => {
+    const responses = (schema.response ??= {}) as Record<string, unknown>;
+    if (!(status in responses)) responses[status] = ErrorBody;
+  };
+  if (schema.body) [400, 413, 415, 422].forEach(add);
+  if (schema.querystring || schema.params) add(422);
+}
+
+function toErrorResponse(error: FastifyError | ApiError | Error): { status: number; body: { code: string; message: string; details?: unknown }; headers?: Record<string, string> } {
+  if (error instanceof ApiError) return { status: error.statusCode, body: error.toBody(), ...(error.headers ? { headers: error.headers } : {}) };
+  const e = error as FastifyError;
+  switch (e.code) {
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return { status: 400, body: { code: 'invalid_json', message: e.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' ? 'The body is empty but Content-Type is application/json' : 'The body is not valid JSON' } };
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return { status: 413, body: { code: 'payload_too_large', message: 'The request body is larger than this endpoint accepts' } };
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return { status: 415, body: { code: 'unsupported_media_type', message: 'Send the body as application/json' } };
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return { status: 400, body: { code: 'invalid_content_length', message: 'Content-Length does not match the body' } };
+    default:
+      break;
+  }
+  if (e.name === 'SyntaxError' && e.statusCode === 400) return { status: 400, body: { code: 'invalid_json', message: 'The body is not valid JSON' } };
+  if (e.validation) return { status: 422, body: { code: 'validation_error', message: e.message } };
+  if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
+    return { status: e.statusCode, body: { code: 'bad_request', message: e.message } };
+  }
+  return { status: 500, body: { code: 'internal_error', message: 'An unexpected error occurred; it has been logged with the request id' } };
+}
+
+export { ErrorBody };

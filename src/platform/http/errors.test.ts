@@ -1,0 +1,153 @@
+// DECISIONS.md §9: every failure is a precise 4xx {code, message} (details for validation),
+// never a 500 and never a stack trace, whatever the client sends.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { startTestServer } from '../../../test/helpers/server.ts';
+import type { TestOrganization, TestResponse, TestServer } from '../../../test/helpers/server.ts';
+
+const BODY_LIMIT = 2048;
+
+let t: TestServer;
+let org: TestOrganization;
+const seen: TestResponse[] = [];
+
+before(async () => {
+  t = await startTestServer({ CORRIDOR_BODY_LIMIT_BYTES: String(BODY_LIMIT) });
+  org = await t.newOrganization();
+});
+after(async () => t.close());
+
+async function call(method: string, url: string, options: Parameters<TestServer['request']>[2] = {}): Promise<TestResponse> {
+  const res = await t.request(method, url, options);
+  seen.push(res);
+  return res;
+}
+
+function assertError(res: TestResponse, status: number, code: string) {
+  assert.equal(res.status, status, res.text);
+  assert.equal(res.body.code, code, res.text);
+  assert.equal(typeof res.body.message, 'string');
+  assert.ok(res.body.message.length > 0);
+  const allowed = res.body.details === undefined ? ['code', 'message'] : ['code', 'details', 'message'];
+  assert.deepEqual(Object.keys(res.body).sort(), allowed, 'no wrapper and no extra fields');
+  assert.match(String(res.headers['content-type']), /^application\/json/);
+}
+
+describe('malformed JSON', () => {
+  test('a broken body is 400 invalid_json, on open and protected routes alike', async () => {
+    for (const rawBody of ['{"email": "a@b.c",', '{email: 1}', 'null x', '[1,2', '\u0000']) {
+      assertError(await call('POST', '/v1/auth/token', { rawBody, headers: { 'content-type': 'application/json' } }), 400, 'invalid_json');
+      assertError(await call('POST', '/v1/api-keys', { token: org.token, rawBody, headers: { 'content-type': 'application/json' } }), 400, 'invalid_json');
+    }
+  });
+
+  test('an empty body declared as JSON is 400 invalid_json', async () => {
+    assertError(await call('POST', '/v1/auth/token', { rawBody: '', headers: { 'content-type': 'application/json' } }), 400, 'invalid_json');
+  });
+
+  test('a prototype-poisoning body is refused with a 4xx, not parsed', async () => {
+    const res = await call('POST', '/v1/auth/token', { rawBody: '{"email":"a@b.c","password":"x","__proto__":{"admin":true}}', headers: { 'content-type': 'application/json' } });
+    assertError(res, 400, 'invalid_json');
+  });
+});
+
+describe('validation', () => {
+  test('wrong types are 422 validation_error with details naming each field path', async () => {
+    const res = await call('POST', '/v1/auth/signup', { body: { organizationName: 42, email: ['x'], password: true, fullName: null } });
+    assertError(res, 422, 'validation_error');
+    const paths = res.body.details.map((d: { path: string }) => d.path).sort();
+    assert.deepEqual(paths, ['email', 'fullName', 'organizationName', 'password']);
+    for (const d of res.body.details) assert.ok(typeof d.message === 'string' && d.message.length > 0);
+  });
+
+  test('nested paths are dotted, missing and unknown fields are named', async () => {
+    const nested = await call('POST', '/v1/api-keys', { token: org.token, body: { name: 'k', scopes: ['users:read', 7] } });
+    assertError(nested, 422, 'validation_error');
+    assert.ok(nested.body.details.some((d: { path: string }) => d.path === 'scopes.1'), nested.text);
+
+    const missing = await call('POST', '/v1/auth/token', { body: { email: 'a@b.c' } });
+    assertError(missing, 422, 'validation_error');
+    assert.deepEqual(missing.body.details, [{ path: 'password', message: 'is required' }]);
+
+    const extra = await call('POST', '/v1/auth/token', { body: { email: 'a@b.c', password: 'x', admin: true } });
+    assertError(extra, 422, 'validation_error');
+    assert.deepEqual(extra.body.details, [{ path: 'admin', message: 'is not a recognised field' }]);
+  });
+
+  test('a body that is not an object is 422, a number is not coerced from a string', async () => {
+    assertError(await call('POST', '/v1/auth/token', { body: ['a', 'b'] }), 422, 'validation_error');
+    assertError(await call('POST', '/v1/auth/token', { body: 'text' }), 422, 'validation_error');
+    const res = await call('POST', '/v1/auth/signup', { body: { organizationName: 'x', email: 'a@b.co', password: 1234567890123, fullName: 'x' } });
+    assertError(res, 422, 'validation_error');
+    assert.deepEqual(res.body.details.map((d: { path: string }) => d.path), ['password']);
+  });
+
+  test('bad query and path parameters are 422 naming query.* and path.*', async () => {
+    const limit = await call('GET', '/v1/users?limit=abc', { apiKey: org.apiKey });
+    assertError(limit, 422, 'validation_error');
+    assert.equal(limit.body.details[0].path, 'query.limit');
+    const big = await call('GET', '/v1/users?limit=101', { apiKey: org.apiKey });
+    assertError(big, 422, 'validation_error');
+    assert.equal(big.body.details[0].path, 'query.limit');
+    const id = await call('DELETE', '/v1/api-keys/not-a-uuid', { apiKey: org.apiKey });
+    assertError(id, 422, 'validation_error');
+    assert.equal(id.body.details[0].path, 'path.id');
+  });
+
+  test('a cursor this API did not issue is 400 invalid_cursor', async () => {
+    for (const cursor of ['garbage', Buffer.from('["x","y"]').toString('base64url'), Buffer.from('{}').toString('base64url')]) {
+      assertError(await call('GET', `/v1/users?cursor=${cursor}`, { apiKey: org.apiKey }), 400, 'invalid_cursor');
+    }
+  });
+});
+
+describe('size, media type, routes and methods', () => {
+  test(`a body over CORRIDOR_BODY_LIMIT_BYTES (${BODY_LIMIT}) is 413 payload_too_large`, async () => {
+    const body = { email: 'a@b.c', password: 'p'.repeat(BODY_LIMIT * 2) };
+    assertError(await call('POST', '/v1/auth/token', { body }), 413, 'payload_too_large');
+    assertError(await call('POST', '/v1/api-keys', { token: org.token, body: { name: 'x'.repeat(BODY_LIMIT * 2), scopes: ['users:read'] } }), 413, 'payload_too_large');
+    // Just under the limit is read and judged on its content.
+    const under = await call('POST', '/v1/auth/token', { body: { email: 'a@b.c', password: 'p'.repeat(150) } });
+    assert.equal(under.status, 401);
+  });
+
+  test('an unsupported content type is 415 unsupported_media_type', async () => {
+    for (const type of ['text/plain', 'application/xml', 'application/x-www-form-urlencoded']) {
+      assertError(await call('POST', '/v1/auth/token', { rawBody: 'email=a@b.c&password=x', headers: { 'content-type': type } }), 415, 'unsupported_media_type');
+    }
+    const untyped = await call('POST', '/v1/auth/token', { rawBody: '{"email":"a@b.c","password":"x"}' });
+    assertError(untyped, 415, 'unsupported_media_type');
+    // JSON text sent as text/plain is still not JSON to this API.
+    assertError(await call('POST', '/v1/auth/token', { rawBody: '{"email":"a@b.c","password":"x"}', headers: { 'content-type': 'text/plain' } }), 415, 'unsupported_media_type');
+  });
+
+  test('an unknown route is 404 not_found, with or without credentials', async () => {
+    assertError(await call('GET', '/v1/nope'), 404, 'not_found');
+    assertError(await call('GET', '/v1/nope', { apiKey: org.apiKey }), 404, 'not_found');
+    assertError(await call('POST', '/v2/users', { body: {} }), 404, 'not_found');
+    assertError(await call('GET', '/'), 404, 'not_found');
+  });
+
+  test('a wrong method on a known path is 405 method_not_allowed with Allow', async () => {
+    const del = await call('DELETE', '/v1/users', { apiKey: org.apiKey });
+    assertError(del, 405, 'method_not_allowed');
+    assert.equal(del.headers.allow, 'GET');
+    const put = await call('PUT', '/v1/auth/token', { body: {} });
+    assertError(put, 405, 'method_not_allowed');
+    assert.equal(put.headers.allow, 'POST');
+    const keys = await call('PATCH', '/v1/api-keys', { body: {} });
+    assertError(keys, 405, 'method_not_allowed');
+    assert.deepEqual(String(keys.headers.allow).split(', ').sort(), ['GET', 'POST']);
+    const param = await call('GET', '/v1/api-keys/00000000-0000-4000-8000-000000000000', { apiKey: org.apiKey });
+    assertError(param, 405, 'method_not_allowed');
+    assert.equal(param.headers.allow, 'DELETE');
+  });
+
+  test('every answer above was a 4xx without a stack trace or source path', () => {
+    assert.ok(seen.length > 30);
+    for (const res of seen) {
+      assert.ok(res.status >= 400 && res.status < 500, `${res.status} ${res.text}`);
+      assert.doesNotMatch(res.text, /\bat .+:\d+:\d+|node_modules|\.ts\b|stack/i, res.text);
+    }
+  });
+});

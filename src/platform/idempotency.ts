@@ -1,0 +1,141 @@
+// Idempotency-Key handling (DECISIONS.md §5), shared by every endpoint that creates something.
+// The key is claimed in the same transaction as the work and its stored response. A concurrent
+// request with the same key therefore waits on the claim's row lock and, once the first commits,
+// replays its response: 50 identical concurrent requests all answer with the same resource. If
+// the first takes longer than the lock timeout, the waiter answers 409
+// idempotency_request_in_progress. A failed first attempt rolls back its claim, so nothing
+// half-done is ever replayed and the key can be retried.
+import { createHash } from 'node:crypto';
+import { sql } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
+import { ApiError } from './http/errors.ts';
+import type { WithDefaults } from './db/types.ts';
+
+export interface StoredResponse<T> {
+  status: number;
+  body: T;
+  replayed: boolean;
+}
+
+interface IdempotencyRow {
+  organization_id: string;
+  operation: string;
+  idempotency_key: string;
+  request_hash: string;
+  state: 'IN_PROGRESS' | 'COMPLETED';
+  response_status: number | null;
+  response_body: unknown;
+  created_at: Date;
+  locked_until: Date;
+  expires_at: Date;
+}
+interface Tables {
+  idempotency_records: WithDefaults<IdempotencyRow, 'created_at'>;
+}
+
+const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
+const LOCK_NOT_AVAILABLE = '55P03';
+
+/** Stable hash of a request body: key order does not matter, values do. */
+export function requestFingerprint(value: unknown): string {
+  const canonical = (v: unknown): unknown => {
+    if (Array.isArray(v)) return v.map(canonical);
+    if (v && typeof v === 'object') return Object.fromEntries(Object.keys(v).sort().map((k) => [k, canonical((v as Record<string, unknown>)[k])]));
+    return v;
+  };
+  return createHash('sha256').update(JSON.stringify(canonical(value) ?? null)).digest('hex');
+}
+
+export function requireIdempotencyKey(header: string | string[] | undefined): string {
+  const key = Array.isArray(header) ? header[0] : header;
+  if (!key) throw new ApiError(400, 'idempotency_key_required', 'This request needs an Idempotency-Key header');
+  if (!KEY_PATTERN.test(key)) throw new ApiError(400, 'invalid_idempotency_key', 'Idempotency-Key must be 1 to 255 printable ASCII characters');
+  return key;
+}
+
+export interface IdempotencyScope {
+  organizationId: string;
+  operation: string;
+  key: string;
+  requestHash: string;
+}
+
+export class IdempotencyStore {
+  readonly #db: Kysely<Tables>;
+  readonly #ttlHours: number;
+  readonly #waitMs: number;
+
+  /** waitMs: how long a duplicate waits for the first request before answering in_progress. */
+  constructor(db: Kysely<any>, ttlHours: number, waitMs = 10_000) {
+    this.#db = db;
+    this.#ttlHours = ttlHours;
+    this.#waitMs = waitMs;
+  }
+
+  /**
+   * Runs `work` once per (organization, operation, key). A replay with the same request gets the
+   * stored status and body; a different request under the same key is refused.
+   */
+  async run<T>(scope: IdempotencyScope, work: (trx: Transaction<any>) => Promise<{ status: number; body: T }>): Promise<StoredResponse<T>> {
+    try {
+      return await this.#db.transaction().execute(async (trx) => {
+        const now = new Date();
+        const claimed = await trx
+          .insertInto('idempotency_records')
+          .values({
+            organization_id: scope.organizationId,
+            operation: scope.operation,
+            idempotency_key: scope.key,
+            request_hash: scope.requestHash,
+            state: 'IN_PROGRESS',
+            response_status: null,
+            response_body: null,
+            // A duplicate waits on this claim for the first request; lock_timeout (for this
+            // transaction, like SET LOCAL) bounds that wait. It is set by the claim's own VALUES,
+            // which run before the row is inserted, saving a round trip on every request.
+            locked_until: sql<Date>`(select ${now}::timestamptz where set_config('lock_timeout', ${String(Math.max(1, Math.floor(this.#waitMs)))}, true) is not null)`,
+            expires_at: new Date(now.getTime() + this.#ttlHours * 3600 * 1000),
+          })
+          .onConflict((oc) => oc.columns(['organization_id', 'operation', 'idempotency_key']).doNothing())
+          .returning('state')
+          .executeTakeFirst();
+
+        if (!claimed) {
+          const existing = await trx
+            .selectFrom('idempotency_records')
+            .selectAll()
+            .where('organization_id', '=', scope.organizationId)
+            .where('operation', '=', scope.operation)
+            .where('idempotency_key', '=', scope.key)
+            .executeTakeFirstOrThrow();
+          if (existing.request_hash !== scope.requestHash) {
+            throw new ApiError(409, 'idempotency_key_reused', 'This Idempotency-Key was already used for a different request');
+          }
+          if (existing.state !== 'COMPLETED') throw inProgress();
+          return { status: existing.response_status!, body: existing.response_body as T, replayed: true };
+        }
+
+        const result = await work(trx as Transaction<any>);
+        await trx
+          .updateTable('idempotency_records')
+          .set({ state: 'COMPLETED', response_status: result.status, response_body: JSON.stringify(result.body) })
+          .where('organization_id', '=', scope.organizationId)
+          .where('operation', '=', scope.operation)
+          .where('idempotency_key', '=', scope.key)
+          .execute();
+        return { ...result, replayed: false };
+      });
+    } catch (err) {
+      if ((err as { code?: string }).code === LOCK_NOT_AVAILABLE) throw inProgress();
+      throw err;
+    }
+  }
+
+  /** Deletes records past their retention; run by the periodic job. */
+  async prune(now = new Date()): Promise<number> {
+    const result = await this.#db.deleteFrom('idempotency_records').where('expires_at', '<', now).executeTakeFirst();
+    return Number(result.numDeletedRows ?? 0);
+  }
+}
+
+const inProgress = () => new ApiError(409, 'idempotency_request_in_progress', 'A request with this Idempotency-Key is still being processed; retry shortly');

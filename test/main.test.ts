@@ -1,0 +1,187 @@
+// `npm start` as a newcomer runs it: the real entry point in a child process, on an embedded
+// database in a temporary data dir, over real TLS. Covers configuration errors, the first-start
+// credentials, the data-dir lock and its takeover after a crash, and the plain listener.
+import { after, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { Agent, request } from 'undici';
+
+const ROOT = path.resolve(import.meta.dirname, '..');
+const MAIN = path.join(ROOT, 'src/main.ts');
+const insecure = new Agent({ connect: { rejectUnauthorized: false } });
+const children: ChildProcess[] = [];
+const dirs: string[] = [];
+
+after(async () => {
+  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  await insecure.close();
+  for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
+});
+
+/** Environment for a child: only what a user would set, never the parent's CORRIDOR_* or DATABASE_URL. */
+function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('CORRIDOR_') && k !== 'DATABASE_URL' && !k.startsWith('NODE_TEST')) env[k] = v;
+  return { ...env, CORRIDOR_LOG_LEVEL: 'warn', ...extra };
+}
+
+interface Started {
+  child: ChildProcess;
+  stdout: () => string;
+  stderr: () => string;
+  exited: Promise<number | null>;
+}
+
+function start(env: Record<string, string>): Started {
+  const child = spawn(process.execPath, [MAIN], { cwd: ROOT, env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+  children.push(child);
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (err += c.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return { child, stdout: () => out, stderr: () => err, exited };
+}
+
+/** Waits until the service printed its banner (bounded), or fails with what it printed. */
+async function ready(s: Started, timeoutMs = 180_000): Promise<{ base: string }> {
+  const deadline = Date.now() + timeoutMs;
+  let exitCode: number | null | undefined;
+  void s.exited.then((c) => (exitCode = c));
+  while (Date.now() < deadline) {
+    const m = s.stdout().match(/is listening on (https:\/\/[\d.]+:\d+)/);
+    // The banner is written in one piece; wait for its blank closing line.
+    if (m && s.stdout().endsWith('\n\n')) return { base: m[1]! };
+    if (exitCode !== undefined) throw new Error(`exited ${exitCode}\nstdout: ${s.stdout()}\nstderr: ${s.stderr()}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`not ready in time\nstdout: ${s.stdout()}\nstderr: ${s.stderr()}`);
+}
+
+async function stop(s: Started, signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> {
+  s.child.kill(signal);
+  return s.exited;
+}
+
+const tempDataDir = () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'corridor-main-'));
+  dirs.push(dir);
+  return path.join(dir, 'data');
+};
+
+async function get(url: string, headers: Record<string, string> = {}) {
+  const res = await request(url, { dispatcher: insecure, headers });
+  const text = await res.body.text();
+  return { status: res.statusCode, body: text ? JSON.parse(text) : null };
+}
+
+describe('configuration errors', () => {
+  test('a bad CORRIDOR_PORT stops the process with one clear line and exit code 1', () => {
+    const dataDir = tempDataDir();
+    const r = spawnSync(process.execPath, [MAIN], { cwd: ROOT, env: childEnv({ CORRIDOR_PORT: 'eighty', CORRIDOR_DATA_DIR: dataDir }), encoding: 'utf8', timeout: 60_000 });
+    assert.equal(r.status, 1, r.stderr);
+    assert.match(r.stderr, /^config error: CORRIDOR_PORT: must be a whole number from 0 to 65535 \(got "eighty"\)$/m);
+    assert.doesNotMatch(r.stderr, /\bat .+:\d+:\d+/, 'no stack trace');
+    assert.equal(r.stdout, '');
+    assert.ok(!fs.existsSync(dataDir), 'nothing was created');
+  });
+
+  test('every bad variable gets its own line', () => {
+    const r = spawnSync(process.execPath, [MAIN], {
+      cwd: ROOT,
+      env: childEnv({ CORRIDOR_PORT: '70000', CORRIDOR_ENV: 'staging', DATABASE_URL: 'mysql://db/x', CORRIDOR_TRUSTED_PROXIES: '10.0.0.1,proxy.local' }),
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    assert.equal(r.status, 1);
+    const lines = r.stderr.trim().split('\n');
+    assert.deepEqual(lines.map((l) => l.split(':').slice(0, 2).join(':')).sort(), [
+      'config error: CORRIDOR_ENV',
+      'config error: CORRIDOR_PORT',
+      'config error: CORRIDOR_TRUSTED_PROXIES',
+      'config error: DATABASE_URL',
+    ]);
+  });
+});
+
+describe('first start, the data-dir lock and restarts', () => {
+  test('prints a ready organization once, refuses a second process, takes over after a crash', async () => {
+    const dataDir = tempDataDir();
+    const env = { CORRIDOR_DATA_DIR: dataDir, CORRIDOR_PORT: '0', CORRIDOR_HTTP_PORT: '0' };
+
+    // First start on an empty data dir.
+    const first = start(env);
+    const { base } = await ready(first);
+    const out = first.stdout();
+    const email = out.match(/owner email:\s+(\S+)/)?.[1];
+    const password = out.match(/password:\s+(\S+)/)?.[1];
+    const apiKey = out.match(/API key:\s+(sk_sandbox_\S+)/)?.[1];
+    assert.ok(email && password && apiKey, out);
+    assert.match(out, new RegExp(`curl -k ${base.replace(/[.]/g, '\\.')}/v1/users -H "X-API-Key: ${apiKey}"`));
+    assert.match(out, /TLS certificate: .*cert\.pem \(self-signed, generated now\)/);
+    assert.match(out, /no fsync/);
+
+    // The printed key and password work over HTTPS.
+    const users = await get(`${base}/v1/users`, { 'x-api-key': apiKey });
+    assert.equal(users.status, 200);
+    assert.equal(users.body.data[0].email, email);
+    const tokenRes = await request(`${base}/v1/auth/token`, {
+      dispatcher: insecure,
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email, password }),
+    });
+    assert.equal(tokenRes.statusCode, 200);
+    const { accessToken } = (await tokenRes.body.json()) as { accessToken: string };
+    const me = await get(`${base}/v1/users/me`, { authorization: `Bearer ${accessToken}` });
+    assert.equal(me.status, 200);
+    assert.deepEqual(me.body.roles, ['OWNER']);
+
+    // The plain listener answers, and only with https_required.
+    const plainPort = Number(out.match(/plain HTTP on port (\d+)/)?.[1]);
+    assert.ok(plainPort > 0, out);
+    const plain = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      http.get({ host: '127.0.0.1', port: plainPort, path: '/v1/users', headers: { 'x-api-key': apiKey } }, (res) => {
+        let body = '';
+        res.on('data', (c: Buffer) => (body += c.toString()));
+        res.on('end', () => resolve({ status: res.statusCode!, body }));
+      }).on('error', reject);
+    });
+    assert.equal(plain.status, 400);
+    assert.equal(JSON.parse(plain.body).code, 'https_required');
+
+    // A second process on the same data dir stops with a clear message, and leaves the first alone.
+    const second = start(env);
+    assert.equal(await second.exited, 1);
+    assert.match(second.stderr(), new RegExp(`Data directory ${dataDir.replace(/[.]/g, '\\.')} is in use by another Corridor process \\(pid ${first.child.pid}\\)`));
+    assert.doesNotMatch(second.stderr(), /\bat .+:\d+:\d+/);
+    assert.equal((await get(`${base}/v1/users`, { 'x-api-key': apiKey })).status, 200);
+
+    // A clean stop releases the lock.
+    assert.equal(await stop(first), 0);
+    assert.ok(!fs.existsSync(path.join(dataDir, 'corridor.lock')));
+
+    // Second start: same certificate, no new credentials, the old key still works. Then it crashes.
+    const again = start(env);
+    const restarted = await ready(again);
+    assert.doesNotMatch(again.stdout(), /API key:|password:/);
+    assert.doesNotMatch(again.stdout(), /generated now/);
+    assert.equal((await get(`${restarted.base}/v1/users`, { 'x-api-key': apiKey })).status, 200);
+    await stop(again, 'SIGKILL');
+    assert.equal(fs.readFileSync(path.join(dataDir, 'corridor.lock'), 'utf8'), String(again.child.pid), 'the crash left its lock behind');
+
+    // The lock of the dead process is taken over; the data survived the crash.
+    const third = start(env);
+    const afterCrash = await ready(third);
+    assert.doesNotMatch(third.stdout(), /API key:/);
+    const list = await get(`${afterCrash.base}/v1/users`, { 'x-api-key': apiKey });
+    assert.equal(list.status, 200);
+    assert.equal(list.body.meta.total, 1);
+    assert.equal(await stop(third), 0);
+  });
+});
