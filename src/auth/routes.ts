@@ -1,0 +1,74 @@
+import type { App } from '../platform/http/app.ts';
+import { ApiError } from '../platform/http/errors.ts';
+import { ErrorBody, errorResponses } from '../platform/http/schemas.ts';
+import { Type } from 'typebox';
+import { principalOf } from './guard.ts';
+import { ApiKey, CreateApiKeyBody, CreatedApiKey, IdParams, Jwks, SignUpBody, SignUpResponse, TokenBody, TokenResponse } from './schemas.ts';
+import type { AuthService } from './service.ts';
+
+export async function authRoutes(app: App, deps: { auth: AuthService; signup: 'open' | 'closed' }) {
+  app.post('/v1/auth/signup', {
+    config: { auth: 'none' },
+    schema: {
+      tags: ['Authentication'],
+      summary: 'Create an organization and its owner',
+      description: 'Open by default in sandbox, closed by default in production (CORRIDOR_SIGNUP).',
+      body: SignUpBody,
+      response: { 201: SignUpResponse, 403: ErrorBody, 409: ErrorBody, 422: ErrorBody },
+    },
+    handler: async (request, reply) => {
+      if (deps.signup !== 'open') throw new ApiError(403, 'signup_closed', 'Sign-up is closed on this deployment');
+      return reply.code(201).send(await deps.auth.signUp(request.body));
+    },
+  });
+
+  app.post('/v1/auth/token', {
+    config: { auth: 'none' },
+    schema: {
+      tags: ['Authentication'],
+      summary: 'Exchange email and password for a bearer token',
+      body: TokenBody,
+      response: { 200: TokenResponse, ...errorResponses(401, 422) },
+    },
+    handler: async (request) => deps.auth.issueToken(request.body.email, request.body.password),
+  });
+
+  app.get('/.well-known/jwks.json', {
+    config: { auth: 'none' },
+    schema: { tags: ['Authentication'], summary: 'Public keys that verify bearer tokens', response: { 200: Jwks } },
+    handler: async () => deps.auth.jwks(),
+  });
+
+  app.post('/v1/api-keys', {
+    config: { auth: 'bearer', scope: 'keys:write' },
+    schema: {
+      tags: ['API keys'],
+      summary: 'Create an API key (the secret is shown once)',
+      body: CreateApiKeyBody,
+      response: { 201: CreatedApiKey, ...errorResponses(401, 403, 422) },
+    },
+    handler: async (request, reply) => {
+      const key = await deps.auth.createApiKey(principalOf(request), request.body);
+      return reply.code(201).send(key);
+    },
+  });
+
+  app.get('/v1/api-keys', {
+    config: { auth: 'any', scope: 'keys:write' },
+    schema: {
+      tags: ['API keys'],
+      summary: 'List API keys without their secrets',
+      response: { 200: Type.Object({ data: Type.Array(ApiKey), meta: Type.Object({ total: Type.Integer(), nextCursor: Type.Null() }) }), ...errorResponses(401, 403) },
+    },
+    handler: async (request) => {
+      const data = await deps.auth.listApiKeys(principalOf(request).organizationId);
+      return { data, meta: { total: data.length, nextCursor: null } };
+    },
+  });
+
+  app.delete('/v1/api-keys/:id', {
+    config: { auth: 'any', scope: 'keys:write' },
+    schema: { tags: ['API keys'], summary: 'Revoke an API key at once', params: IdParams, response: { 200: ApiKey, ...errorResponses(401, 403, 404) } },
+    handler: async (request) => deps.auth.revokeApiKey(principalOf(request).organizationId, request.params.id),
+  });
+}
