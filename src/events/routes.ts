@@ -1,0 +1,37 @@
+import type { App } from '../platform/http/app.ts';
+import { errorResponses } from '../platform/http/schemas.ts';
+import { principalOf } from '../auth/guard.ts';
+import { Event, EventList, EventListQuery, EventParams } from './schemas.ts';
+import { toEventBody } from './service.ts';
+import type { EventService } from './service.ts';
+
+export async function eventRoutes(app: App, deps: { events: EventService }) {
+  app.get('/v1/events', {
+    config: { auth: 'any', scope: 'webhooks:read' },
+    schema: {
+      tags: ['Events'],
+      summary: 'Catch up on events',
+      description:
+        'The events of your organization in stream order, after the event named by after= (or from the oldest). ' +
+        'A receiver that was down passes the id of the last event it processed and pages on with meta.nextCursor. ' +
+        'Events committed while an older write is still in flight appear once it ends, so a page never skips an event that a later page would show before it.',
+      querystring: EventListQuery,
+      response: { 200: EventList, ...errorResponses(401, 403, 422, 500) },
+    },
+    handler: async (request) => {
+      const { after, cursor, limit = 25 } = request.query;
+      return deps.events.list(principalOf(request).organizationId, { after: after ?? cursor, limit });
+    },
+  });
+
+  app.get('/v1/events/:id', {
+    config: { auth: 'any', scope: 'webhooks:read' },
+    schema: {
+      tags: ['Events'],
+      summary: 'One event',
+      params: EventParams,
+      response: { 200: Event, ...errorResponses(401, 403, 404, 422, 500) },
+    },
+    handler: async (request) => toEventBody(await deps.events.get(principalOf(request).organizationId, request.params.id)),
+  });
+}

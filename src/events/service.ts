@@ -1,0 +1,111 @@
+// Customer-visible events (SPEC.md "Events"). Producers call record() inside the transaction of
+// the change itself, so an event exists exactly when its change committed (transactional outbox).
+// Subscribers (webhook fan-out) run inside that same transaction, so whatever they write (delivery
+// rows, queued jobs) commits or rolls back together with the event.
+import { randomUUID } from 'node:crypto';
+import type { Kysely, Transaction } from 'kysely';
+import { ApiError, notFound } from '../platform/http/errors.ts';
+import { iso } from '../platform/time.ts';
+import { EventRepository } from './repository.ts';
+import type { EventRow } from './repository.ts';
+
+export const EVENT_TYPES = ['transfer.status_changed', 'transfer.leg_status_changed'] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
+
+export interface RecordedEvent {
+  id: string;
+  type: EventType;
+  organizationId: string;
+  data: Record<string, unknown>;
+  createdAt: Date;
+}
+
+/** The event as the API and webhook deliveries show it. */
+export interface EventBody {
+  id: string;
+  type: EventType;
+  createdAt: string;
+  data: Record<string, unknown>;
+}
+
+export type EventSubscriber = (trx: Transaction<any>, event: RecordedEvent) => Promise<void>;
+
+// What an event may carry (DECISIONS.md §7). Anything else a producer passes, such as a provider's
+// raw payload or credentials, is dropped here, before it can be stored, listed or delivered.
+const DATA_FIELDS = ['transferId', 'status', 'previousStatus', 'blockingParty', 'version'] as const;
+const LEG_FIELDS = ['position', 'status', 'progressStage'] as const;
+
+function pick(source: Record<string, unknown>, fields: readonly string[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const f of fields) if (source[f] !== undefined) out[f] = source[f];
+  return out;
+}
+
+export function eventData(type: EventType, data: Record<string, unknown>): Record<string, unknown> {
+  const out = pick(data, DATA_FIELDS);
+  const leg = data.leg;
+  if (type === 'transfer.leg_status_changed' && leg && typeof leg === 'object') out.leg = pick(leg as Record<string, unknown>, LEG_FIELDS);
+  return out;
+}
+
+export const toEventBody = (event: RecordedEvent): EventBody => ({
+  id: event.id,
+  type: event.type,
+  createdAt: iso(event.createdAt),
+  data: event.data,
+});
+
+const toRecordedEvent = (row: EventRow): RecordedEvent => ({
+  id: row.id,
+  type: row.type as EventType,
+  organizationId: row.organization_id,
+  data: row.data,
+  createdAt: row.created_at,
+});
+
+export class EventService {
+  readonly #repo: EventRepository;
+  readonly #subscribers: EventSubscriber[] = [];
+
+  constructor(db: Kysely<any>) {
+    this.#repo = new EventRepository(db);
+  }
+
+  /** Runs the subscriber inside every recording transaction, after the event row is written. */
+  subscribe(subscriber: EventSubscriber): void {
+    this.#subscribers.push(subscriber);
+  }
+
+  /** Appends an event inside the caller's transaction. The id is stable across every delivery. */
+  async record(trx: Transaction<any>, event: { organizationId: string; type: EventType; data: Record<string, unknown> }): Promise<RecordedEvent> {
+    const id = randomUUID();
+    const data = eventData(event.type, event.data);
+    const createdAt = await this.#repo.insert(trx, { id, organization_id: event.organizationId, type: event.type, data });
+    const recorded: RecordedEvent = { id, type: event.type, organizationId: event.organizationId, data, createdAt };
+    for (const subscriber of this.#subscribers) await subscriber(trx, recorded);
+    return recorded;
+  }
+
+  async get(organizationId: string, id: string): Promise<RecordedEvent> {
+    const row = await this.#repo.find(organizationId, id);
+    if (!row) throw notFound('Event');
+    return toRecordedEvent(row);
+  }
+
+  /** The organization's events after the given one, in the order a catching-up reader needs. */
+  async list(organizationId: string, options: { after?: string | undefined; limit: number }) {
+    let position = null;
+    if (options.after) {
+      position = await this.#repo.position(organizationId, options.after);
+      if (!position) {
+        throw new ApiError(422, 'validation_error', 'after: no event with this id in your organization', {
+          details: [{ path: 'query.after', message: 'no event with this id in your organization' }],
+        });
+      }
+    }
+    const { rows, total } = await this.#repo.listAfter(organizationId, position, options.limit);
+    const page = rows.slice(0, options.limit).map((r) => toEventBody(toRecordedEvent(r)));
+    const last = page[page.length - 1];
+    return { data: page, meta: { total, nextCursor: rows.length > options.limit && last ? last.id : null } };
+  }
+}
