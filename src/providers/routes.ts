@@ -1,0 +1,40 @@
+import type { App } from '../platform/http/app.ts';
+import { errorResponses } from '../platform/http/schemas.ts';
+import { principalOf } from '../auth/guard.ts';
+import { OpsProvider, OpsProviderList, PatchProviderBody, ProviderIdParams } from './schemas.ts';
+import type { ProviderRegistry } from './service.ts';
+
+export async function providerRoutes(app: App, deps: { providers: ProviderRegistry; onStatusChange?: () => Promise<void> }) {
+  app.get('/v1/ops/providers', {
+    config: { auth: 'any', ops: true },
+    schema: {
+      tags: ['Operations'],
+      summary: 'List providers with their configured and current availability',
+      response: { 200: OpsProviderList, ...errorResponses(401, 403, 500) },
+    },
+    handler: async () => {
+      const data = await deps.providers.list();
+      return { data, meta: { total: data.length, nextCursor: null } };
+    },
+  });
+
+  app.patch('/v1/ops/providers/:id', {
+    config: { auth: 'any', ops: true },
+    schema: {
+      tags: ['Operations'],
+      summary: "Override a provider's availability",
+      description: 'Every Corridor process applies the change at its next refresh (CORRIDOR_RAILS_REFRESH_SECONDS); this one at once.',
+      params: ProviderIdParams,
+      body: PatchProviderBody,
+      response: { 200: OpsProvider, ...errorResponses(401, 403, 404, 409, 422, 500) },
+    },
+    handler: async (request) => {
+      const view = await deps.providers.setStatus(request.params.id, request.body.status, {
+        userId: principalOf(request).userId,
+        reason: request.body.reason ?? null,
+      });
+      await deps.onStatusChange?.();
+      return view;
+    },
+  });
+}

@@ -1,0 +1,92 @@
+import { sql } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
+import type { WithDefaults } from '../../platform/db/types.ts';
+import type { LegKind, LegStatus } from '../adapter.ts';
+
+export type SandboxOutcome = 'SUCCEED' | 'FAIL' | 'RETURN';
+
+export interface SandboxLegRow {
+  provider_reference: string;
+  provider_id: string;
+  leg_id: string;
+  transfer_id: string;
+  kind: LegKind;
+  from_asset: string;
+  to_asset: string;
+  amount: string;
+  amount_out: string | null;
+  rate: string | null;
+  sandbox_outcome: SandboxOutcome;
+  stage_index: number;
+  progress_stage: string;
+  status: LegStatus;
+  reason: string | null;
+  raw_payload: Record<string, unknown>;
+  created_at: Date;
+  updated_at: Date;
+}
+
+interface Tables {
+  sandbox_provider_legs: WithDefaults<SandboxLegRow, 'created_at' | 'updated_at' | 'stage_index' | 'raw_payload' | 'amount_out' | 'reason'>;
+}
+
+export type SandboxLegUpdate = Pick<SandboxLegRow, 'stage_index' | 'progress_stage' | 'status' | 'reason' | 'amount_out' | 'raw_payload'>;
+
+export class SandboxLegRepository {
+  readonly #db: Kysely<Tables>;
+  constructor(db: Kysely<any>) {
+    this.#db = db;
+  }
+
+  /** Inserts the leg unless this provider already carries the same leg id; returns the stored row. */
+  async insertOnce(row: Omit<SandboxLegRow, 'created_at' | 'updated_at' | 'amount_out' | 'reason'>): Promise<SandboxLegRow> {
+    const inserted = await this.#db
+      .insertInto('sandbox_provider_legs')
+      .values({ ...row, raw_payload: JSON.stringify(row.raw_payload) as never })
+      .onConflict((oc) => oc.columns(['provider_id', 'leg_id']).doNothing())
+      .returningAll()
+      .executeTakeFirst();
+    if (inserted) return inserted;
+    return this.#db
+      .selectFrom('sandbox_provider_legs')
+      .selectAll()
+      .where('provider_id', '=', row.provider_id)
+      .where('leg_id', '=', row.leg_id)
+      .executeTakeFirstOrThrow();
+  }
+
+  async find(providerId: string, reference: string): Promise<SandboxLegRow | undefined> {
+    return this.#db
+      .selectFrom('sandbox_provider_legs')
+      .selectAll()
+      .where('provider_id', '=', providerId)
+      .where('provider_reference', '=', reference)
+      .executeTakeFirst();
+  }
+
+  /** Runs `step` on the locked row and stores what it returns, in one transaction. */
+  async update(
+    providerId: string,
+    reference: string,
+    step: (row: SandboxLegRow) => SandboxLegUpdate | null,
+  ): Promise<SandboxLegRow | undefined> {
+    return this.#db.transaction().execute(async (trx: Transaction<Tables>) => {
+      const row = await trx
+        .selectFrom('sandbox_provider_legs')
+        .selectAll()
+        .where('provider_id', '=', providerId)
+        .where('provider_reference', '=', reference)
+        .forUpdate()
+        .executeTakeFirst();
+      if (!row) return undefined;
+      const change = step(row);
+      if (!change) return row;
+      return trx
+        .updateTable('sandbox_provider_legs')
+        .set({ ...change, raw_payload: JSON.stringify(change.raw_payload) as never, updated_at: sql<Date>`now()` })
+        .where('provider_reference', '=', reference)
+        .returningAll()
+        .executeTakeFirstOrThrow();
+    });
+  }
+}
