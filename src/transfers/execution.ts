@@ -1,0 +1,411 @@
+// The execution engine: moves transfers through setup and execution one step at a time on the
+// durable job queue. A step reads the committed state, talks to the provider outside any
+// transaction, then records what the provider said in one transaction that also enqueues the
+// next step. A crash anywhere loses nothing: the next step (re-sent at start by sweep()) reads
+// the state again; executeLeg is idempotent per leg id, and a provider state the engine has not
+// recorded yet is caught up before the simulator is asked to move again.
+import type { Kysely, Transaction } from 'kysely';
+import type { Environment } from '../platform/config.ts';
+import { ApiError, notFound } from '../platform/http/errors.ts';
+import { MoneyError, fromMinor, toMinor } from '../platform/money.ts';
+import type { Logger } from '../platform/logger.ts';
+import { PROGRESS_STAGES, isSimulated } from '../providers/adapter.ts';
+import type { LegStatusReport, ProviderAdapter } from '../providers/adapter.ts';
+import type { LegRow, TransferRow } from './repository.ts';
+import type { Transfer } from './schemas.ts';
+import { STEP_JOB } from './service.ts';
+import type { Actor, LegChange, TransferBody, TransferService } from './service.ts';
+import { isLegTerminal, legProgress } from './state-machine.ts';
+import type { TransferStatus } from './state-machine.ts';
+
+export interface ProviderLookup {
+  get(id: string): ProviderAdapter | undefined;
+}
+
+export interface TransferEngineOptions {
+  db: Kysely<any>;
+  env: Environment;
+  transfers: TransferService;
+  providers: ProviderLookup;
+  log: Logger;
+}
+
+export type StepResult = 'moved' | 'waiting' | 'idle';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Seconds between simulated steps at CORRIDOR_SANDBOX_SPEED=1. */
+export const BASE_STEP_SECONDS = 5;
+
+export class TransferEngine {
+  readonly #db: Kysely<any>;
+  readonly #env: Environment;
+  readonly #transfers: TransferService;
+  readonly #providers: ProviderLookup;
+  readonly #log: Logger;
+  // One step at a time per transfer in this process, so a queued step and a sandbox /advance
+  // never ask the same simulated leg to move twice for one recorded change.
+  readonly #running = new Map<string, Promise<unknown>>();
+
+  constructor(options: TransferEngineOptions) {
+    this.#db = options.db;
+    this.#env = options.env;
+    this.#transfers = options.transfers;
+    this.#providers = options.providers;
+    this.#log = options.log;
+  }
+
+  get #repo() {
+    return this.#transfers.repository;
+  }
+
+  async #serial<T>(transferId: string, work: () => Promise<T>): Promise<T> {
+    const prior = this.#running.get(transferId) ?? Promise.resolve();
+    const next = prior.catch(() => {}).then(work);
+    this.#running.set(transferId, next);
+    try {
+      return await next;
+    } finally {
+      if (this.#running.get(transferId) === next) this.#running.delete(transferId);
+    }
+  }
+
+  /** The transfers.step job: one step of setup or execution, whatever the transfer needs now. */
+  async step(transferId: string): Promise<StepResult> {
+    return this.#serial(transferId, () => this.#step(transferId));
+  }
+
+  async #step(transferId: string): Promise<StepResult> {
+    const found = await this.#repo.findWithLegs(transferId);
+    if (!found) return 'idle';
+    const { legs, ...transfer } = found;
+    if (transfer.status === 'PENDING_SETUP') return this.#prepare(transfer, legs);
+    if (transfer.status !== 'IN_PROGRESS') return 'idle';
+
+    if (transfer.sandbox_outcome === 'REVIEW' && !transfer.reviewed_at) {
+      await this.#inTransaction(transfer.id, 'IN_PROGRESS', async (trx, locked) => {
+        if (locked.reviewed_at) return;
+        await this.#transfers.transitionLocked(trx, locked, { transferId: locked.id, to: 'IN_REVIEW', reason: 'compliance_review', actor: { system: 'sandbox' } });
+      });
+      return 'moved';
+    }
+
+    const leg = legs.find((l) => l.status !== 'COMPLETED');
+    if (!leg) {
+      await this.#inTransaction(transfer.id, 'IN_PROGRESS', (trx, locked) => this.#transfers.transitionLocked(trx, locked, { transferId: locked.id, to: 'COMPLETED', reason: null, actor: { system: 'engine' } }));
+      return 'moved';
+    }
+    // A leg that ended badly moves the transfer in the same transaction; reaching here means
+    // that transaction committed the leg but the transfer is still IN_PROGRESS, which cannot be.
+    if (isLegTerminal(leg.status)) throw new Error(`transfer ${transfer.id}: leg ${leg.position} is ${leg.status} but the transfer is IN_PROGRESS`);
+
+    const provider = this.#provider(leg.provider_id);
+    if (!leg.provider_reference) {
+      const amount = handedAmount(leg);
+      const { providerReference } = await provider.executeLeg({
+        legId: leg.id,
+        transferId: transfer.id,
+        kind: leg.kind,
+        fromAsset: leg.from_asset,
+        toAsset: leg.to_asset,
+        amount,
+        ...(leg.rail ? { rail: leg.rail } : {}),
+        ...(leg.kind === 'PAYOUT' ? { destination: transfer.destination_snapshot } : {}),
+        ...(leg.kind === 'CONVERSION' ? { rate: leg.quoted_rate } : {}),
+        ...(transfer.sandbox_outcome ? { sandboxOutcome: legOutcome(transfer, leg, legs) } : {}),
+      });
+      const report = await provider.legStatus(providerReference);
+      await this.#record(transfer, legs, leg.id, report, { providerReference, actualAmountIn: amount });
+      return 'moved';
+    }
+
+    let report = await provider.legStatus(leg.provider_reference);
+    if (!isAhead(leg, report)) {
+      if (!isSimulated(provider)) {
+        // A real provider moves on its own: look again later.
+        await this.#db.transaction().execute((trx) => this.#transfers.scheduleStep(trx, transfer.id));
+        return 'waiting';
+      }
+      report = await provider.advance(leg.provider_reference);
+    }
+    await this.#record(transfer, legs, leg.id, report, {});
+    return 'moved';
+  }
+
+  /** Setup: hands the collection leg to its provider, then the transfer is READY_TO_FUND. */
+  async #prepare(transfer: TransferRow, legs: LegRow[]): Promise<StepResult> {
+    const collection = legs.find((l) => l.kind === 'COLLECTION' && l.status === 'PENDING');
+    let started: { reference: string; report: LegStatusReport } | null = null;
+    if (collection) {
+      const provider = this.#provider(collection.provider_id);
+      const { providerReference } = await provider.executeLeg({
+        legId: collection.id,
+        transferId: transfer.id,
+        kind: 'COLLECTION',
+        fromAsset: collection.from_asset,
+        toAsset: collection.to_asset,
+        amount: collection.quoted_amount_in,
+        ...(collection.rail ? { rail: collection.rail } : {}),
+        ...(transfer.sandbox_outcome ? { sandboxOutcome: 'SUCCEED' as const } : {}),
+      });
+      started = { reference: providerReference, report: await provider.legStatus(providerReference) };
+    }
+    await this.#inTransaction(transfer.id, 'PENDING_SETUP', async (trx, locked) => {
+      let current = locked;
+      const inTrx = await this.#legsUnder(trx, current, transfer.version, legs);
+      const leg = collection && inTrx.find((l) => l.id === collection.id);
+      if (leg && started && leg.status === 'PENDING') {
+        const changed = await this.#transfers.changeLeg(trx, current, leg, { status: started.report.status, progressStage: started.report.progressStage, providerReference: started.reference });
+        current = changed.transfer;
+        inTrx[inTrx.indexOf(leg)] = changed.leg;
+      }
+      await this.#transfers.transitionLocked(trx, current, { transferId: current.id, to: 'READY_TO_FUND', reason: null, actor: { system: 'engine' } }, inTrx);
+    });
+    return 'moved';
+  }
+
+  /**
+   * Records a provider's report on a leg, and what it means for the transfer, in one
+   * transaction: a failed conversion refunds, a failed payout fails, a returned payout returns,
+   * the last leg completing completes the transfer; otherwise the next step is queued.
+   */
+  async #record(read: TransferRow, readLegs: LegRow[], legId: string, report: LegStatusReport, extra: Partial<LegChange>): Promise<void> {
+    await this.#inTransaction(read.id, 'IN_PROGRESS', async (trx, locked) => {
+      const legs = await this.#legsUnder(trx, locked, read.version, readLegs);
+      const leg = legs.find((l) => l.id === legId)!;
+      if (!isAhead(leg, report) && !(extra.providerReference && !leg.provider_reference)) return;
+      const change: LegChange = { status: report.status, progressStage: report.progressStage, ...extra };
+      if (report.status === 'COMPLETED') change.actualAmountOut = delivered(leg, report);
+      if (report.reason !== undefined) change.reason = report.reason;
+      const changed = await this.#transfers.changeLeg(trx, locked, leg, change);
+      const transfer = changed.transfer;
+      const outcome = consequence(leg, report.status, legs);
+      if (outcome) {
+        legs[legs.indexOf(leg)] = changed.leg;
+        await this.#transfers.transitionLocked(trx, transfer, { transferId: transfer.id, to: outcome.to, reason: outcome.reason, actor: { system: 'engine' } }, legs);
+      } else {
+        await this.#transfers.scheduleStep(trx, transfer.id);
+      }
+    });
+  }
+
+  /**
+   * The legs of a transfer this transaction has locked. Every change raises the version, so when
+   * it is still the version the step read, the legs read with it are current: no second read.
+   */
+  async #legsUnder(trx: Transaction<any>, locked: TransferRow, readVersion: number, readLegs: LegRow[]): Promise<LegRow[]> {
+    return locked.version === readVersion ? readLegs.slice() : this.#repo.legs(locked.id, trx);
+  }
+
+  /** Runs `work` on the locked transfer if it is still in `expected`; otherwise does nothing. */
+  async #inTransaction(transferId: string, expected: TransferStatus, work: (trx: Transaction<any>, locked: TransferRow) => Promise<unknown>): Promise<void> {
+    await this.#db.transaction().execute(async (trx) => {
+      const locked = await this.#repo.lock(trx, transferId);
+      if (!locked || locked.status !== expected) return;
+      await work(trx, locked);
+    });
+  }
+
+  #provider(id: string): ProviderAdapter {
+    const provider = this.#providers.get(id);
+    if (!provider) throw new Error(`provider ${id} is not configured in this environment`);
+    return provider;
+  }
+
+  /** Re-sends a step for every transfer the engine owns (at start, and periodically for stragglers). */
+  async sweep(options: { idleForMs?: number } = {}): Promise<number> {
+    const rows = await this.#repo.engineOwned(new Date(Date.now() - (options.idleForMs ?? 0)), 1000);
+    for (const row of rows) await this.#transfers.scheduleSweepStep(row.id);
+    return rows.length;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Sandbox and operations actions
+  // ---------------------------------------------------------------------------------------------
+
+  /**
+   * POST /v1/sandbox/transfers/{id}/fund: the customer's funds arrive. The collection leg
+   * completes, the funds are posted to the ledger and the transfer moves to IN_PROGRESS.
+   */
+  async fund(organizationId: string, transferId: string, amount?: string): Promise<TransferBody> {
+    const transfer = await this.#owned(organizationId, transferId);
+    if (transfer.status === 'PENDING_SETUP') await this.step(transferId);
+    await this.#serial(transferId, async () => {
+      const current = (await this.#repo.find(transferId))!;
+      if (current.status !== 'READY_TO_FUND' && current.status !== 'AWAITING_FUNDS') {
+        throw new ApiError(409, 'invalid_transition', `A ${current.status} transfer cannot receive funds`);
+      }
+      const received = amount ?? current.quoted_source_amount;
+      let exact: boolean;
+      try {
+        exact = toMinor(received, current.source_asset) === toMinor(current.quoted_source_amount, current.source_asset);
+      } catch (err) {
+        if (err instanceof MoneyError) throw new ApiError(422, 'validation_error', `amount: ${err.message}`, { details: [{ path: 'amount', message: err.message }] });
+        throw err;
+      }
+      if (!exact) {
+        throw new ApiError(422, 'funding_amount_mismatch', `The transfer must be funded with exactly ${current.quoted_source_amount} ${current.source_asset}`);
+      }
+      const legs = await this.#repo.legs(transferId);
+      const collection = legs.find((l) => l.kind === 'COLLECTION' && !isLegTerminal(l.status));
+      const reports = collection ? await this.#collect(collection) : [];
+      await this.#db.transaction().execute(async (trx) => {
+        let locked = await this.#repo.lock(trx, transferId);
+        if (!locked || (locked.status !== 'READY_TO_FUND' && locked.status !== 'AWAITING_FUNDS')) {
+          throw new ApiError(409, 'invalid_transition', `A ${locked?.status ?? 'missing'} transfer cannot receive funds`);
+        }
+        const inTrx = await this.#repo.legs(transferId, trx);
+        const index = collection ? inTrx.findIndex((l) => l.id === collection.id) : -1;
+        for (const report of index < 0 ? [] : reports) {
+          const leg = inTrx[index]!;
+          if (!isAhead(leg, report)) continue;
+          const change: LegChange = { status: report.status, progressStage: report.progressStage };
+          if (!leg.actual_amount_in) change.actualAmountIn = received;
+          if (report.status === 'COMPLETED') change.actualAmountOut = delivered(leg, report);
+          const changed = await this.#transfers.changeLeg(trx, locked, leg, change);
+          locked = changed.transfer;
+          inTrx[index] = changed.leg;
+        }
+        const moved = await this.#transfers.transitionLocked(
+          trx,
+          locked,
+          { transferId, to: 'IN_PROGRESS', reason: 'funds_received', fundsReceived: { amount: received }, actor: { system: 'sandbox' } },
+          inTrx,
+        );
+        await this.#transfers.scheduleStep(trx, moved.id);
+      });
+    });
+    return this.#transfers.body(organizationId, transferId);
+  }
+
+  /** Moves the simulated collection leg to COMPLETED; returns each report on the way. */
+  async #collect(leg: LegRow): Promise<LegStatusReport[]> {
+    const provider = this.#provider(leg.provider_id);
+    if (!leg.provider_reference || !isSimulated(provider)) {
+      // No simulator to ask (or setup never reached it): the stages are recorded as they are defined.
+      return PROGRESS_STAGES.COLLECTION.slice(1).map((stage, i, all) => ({
+        status: i === all.length - 1 ? ('COMPLETED' as const) : ('PROCESSING' as const),
+        progressStage: stage,
+        ...(i === all.length - 1 ? { amountOut: leg.quoted_amount_out } : {}),
+      }));
+    }
+    const reports: LegStatusReport[] = [];
+    let report = await provider.legStatus(leg.provider_reference);
+    reports.push(report);
+    for (let i = 0; i < 10 && !isLegTerminal(report.status); i++) {
+      report = await provider.advance(leg.provider_reference);
+      reports.push(report);
+    }
+    if (report.status !== 'COMPLETED') throw new ApiError(409, 'invalid_transition', `The collection could not complete (${report.status})`);
+    return reports;
+  }
+
+  /** POST /v1/sandbox/transfers/{id}/advance: one step of the transfer's next leg, now. */
+  async advance(organizationId: string, transferId: string): Promise<TransferBody> {
+    const transfer = await this.#owned(organizationId, transferId);
+    if (transfer.status !== 'PENDING_SETUP' && transfer.status !== 'IN_PROGRESS') {
+      const hint =
+        transfer.status === 'READY_TO_FUND' || transfer.status === 'AWAITING_FUNDS'
+          ? 'fund it first (POST /v1/sandbox/transfers/{id}/fund)'
+          : transfer.status === 'IN_REVIEW'
+            ? 'operations staff must approve or reject it'
+            : 'it has ended';
+      throw new ApiError(409, 'invalid_transition', `Nothing to advance: the transfer is ${transfer.status}; ${hint}`);
+    }
+    await this.step(transferId);
+    return this.#transfers.body(organizationId, transferId);
+  }
+
+  /** Ops: approves a transfer in review; it resumes execution (or funding, before funds). */
+  async approve(transferId: string, actor: Actor, reason?: string): Promise<Transfer & { organizationId: string }> {
+    return this.#review(transferId, actor, (t) => (t.funds_received_at ? 'IN_PROGRESS' : 'READY_TO_FUND'), reason ?? 'approved_by_operations');
+  }
+
+  /** Ops: rejects a transfer in review; received funds are refunded, otherwise it fails. */
+  async reject(transferId: string, actor: Actor, reason?: string): Promise<Transfer & { organizationId: string }> {
+    return this.#review(transferId, actor, (t) => (t.funds_received_at ? 'REFUNDED' : 'FAILED'), reason ?? 'rejected_by_operations');
+  }
+
+  async #review(transferId: string, actor: Actor, target: (t: TransferRow) => TransferStatus, reason: string): Promise<Transfer & { organizationId: string }> {
+    if (!UUID.test(transferId)) throw notFound('Transfer');
+    await this.#serial(transferId, () =>
+      this.#db.transaction().execute(async (trx) => {
+        const locked = await this.#repo.lock(trx, transferId);
+        if (!locked) throw notFound('Transfer');
+        if (locked.status !== 'IN_REVIEW') throw new ApiError(409, 'invalid_transition', `The transfer is ${locked.status}, not IN_REVIEW`);
+        const moved = await this.#transfers.transitionLocked(trx, locked, { transferId, to: target(locked), reason, actor });
+        if (moved.status === 'IN_PROGRESS') await this.#transfers.scheduleStep(trx, transferId);
+      }),
+    );
+    return this.#transfers.getAny(transferId);
+  }
+
+  async #owned(organizationId: string, transferId: string): Promise<TransferRow> {
+    const row = UUID.test(transferId) ? await this.#repo.find(transferId) : undefined;
+    if (!row || row.organization_id !== organizationId) throw notFound('Transfer');
+    return row;
+  }
+
+  get env(): Environment {
+    return this.#env;
+  }
+
+  get log(): Logger {
+    return this.#log;
+  }
+}
+
+export { STEP_JOB };
+
+/** What the engine hands the provider: the customer's full amount to collect; otherwise the leg's input net of its fee. */
+function handedAmount(leg: LegRow): string {
+  if (leg.kind === 'COLLECTION') return leg.quoted_amount_in;
+  return fromMinor(toMinor(leg.quoted_amount_in, leg.from_asset) - toMinor(leg.quoted_fee, leg.from_asset), leg.from_asset);
+}
+
+/**
+ * What a completed leg passes on. A collection provider takes in the customer's gross amount and
+ * the leg's fee comes off it; the others were handed the net amount and report what came out.
+ */
+function delivered(leg: LegRow, report: LegStatusReport): string {
+  if (!report.amountOut) return leg.quoted_amount_out;
+  if (leg.kind !== 'COLLECTION') return report.amountOut;
+  return fromMinor(toMinor(report.amountOut, leg.to_asset) - toMinor(leg.quoted_fee, leg.from_asset), leg.to_asset);
+}
+
+/** Is the provider's report further along than what is recorded for the leg? */
+function isAhead(leg: LegRow, report: LegStatusReport): boolean {
+  return legProgress(leg.kind, report.status, report.progressStage) > legProgress(leg.kind, leg.status, leg.progress_stage);
+}
+
+/**
+ * The sandbox outcome a simulated leg is told to play (DECISIONS.md §6): FAIL fails the payout,
+ * RETURN has the payout returned, REFUND fails the (first) conversion; everything else succeeds.
+ */
+function legOutcome(transfer: TransferRow, leg: LegRow, legs: LegRow[]): 'SUCCEED' | 'FAIL' | 'RETURN' {
+  switch (transfer.sandbox_outcome) {
+    case 'FAIL':
+      return leg.kind === 'PAYOUT' ? 'FAIL' : 'SUCCEED';
+    case 'RETURN':
+      return leg.kind === 'PAYOUT' ? 'RETURN' : 'SUCCEED';
+    case 'REFUND': {
+      // The first conversion fails; a path without one fails its first leg after collection.
+      const target = legs.find((l) => l.kind === 'CONVERSION') ?? legs.find((l) => l.kind !== 'COLLECTION');
+      return target?.id === leg.id ? 'FAIL' : 'SUCCEED';
+    }
+    default:
+      return 'SUCCEED';
+  }
+}
+
+/** What a leg's new status means for the transfer, if anything. */
+function consequence(leg: LegRow, status: LegRow['status'], legs: LegRow[]): { to: TransferStatus; reason: string | null } | null {
+  if (status === 'FAILED') {
+    // Before any payout ran, a failure gives the source funds back: the transfer is refunded.
+    if (leg.kind === 'CONVERSION') return { to: 'REFUNDED', reason: 'conversion_failed' };
+    return { to: 'FAILED', reason: leg.kind === 'PAYOUT' ? 'payout_failed' : 'collection_failed' };
+  }
+  if (status === 'RETURNED') return { to: 'RETURNED', reason: 'payout_returned' };
+  if (status === 'COMPLETED' && legs.every((l) => l.id === leg.id || l.status === 'COMPLETED')) return { to: 'COMPLETED', reason: null };
+  return null;
+}

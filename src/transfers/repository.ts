@@ -1,0 +1,276 @@
+// SQL of transfers, their legs and their timeline. Every customer-facing read filters by
+// organization_id; the engine's own reads (jobs, ops) go by id alone.
+import { CompiledQuery, sql } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
+import type { WithDefaults } from '../platform/db/types.ts';
+import type { Cursor } from '../platform/http/pagination.ts';
+import type { LegKind, LegStatus } from '../providers/adapter.ts';
+import type { Rail } from '../providers/adapter.ts';
+import type { BlockingParty, TransferStatus } from './state-machine.ts';
+
+export interface TransferRow {
+  id: string;
+  organization_id: string;
+  entity_id: string;
+  quote_id: string;
+  quote_option_id: string;
+  status: TransferStatus;
+  blocking_party: BlockingParty;
+  status_reason: string | null;
+  version: number;
+  client_reference: string | null;
+  payment_references: Record<string, string> | null;
+  original_message_id: string | null;
+  from_rail: Rail;
+  to_rail: Rail;
+  source_asset: string;
+  destination_asset: string;
+  fee_currency: string;
+  quoted_source_amount: string;
+  quoted_destination_amount: string;
+  quoted_fee_total: string;
+  quoted_rate: string;
+  actual_source_amount: string | null;
+  actual_destination_amount: string | null;
+  actual_fee_total: string | null;
+  destination_type: 'FIAT_ACCOUNT' | 'CRYPTO_WALLET';
+  destination_id: string;
+  destination_version: number;
+  destination_relationship: 'SELF' | 'THIRD_PARTY';
+  destination_snapshot: Record<string, unknown>;
+  sandbox_outcome: SandboxOutcome | null;
+  funds_received_at: Date | null;
+  reviewed_at: Date | null;
+  /** The API representation, kept in step with every change (see migration 6). */
+  api_view: Record<string, unknown> | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export type SandboxOutcome = 'SUCCEED' | 'FAIL' | 'RETURN' | 'REVIEW' | 'REFUND';
+
+export interface LegRow {
+  id: string;
+  transfer_id: string;
+  position: number;
+  kind: LegKind;
+  provider_id: string;
+  provider_name: string;
+  provider_reference: string | null;
+  status: LegStatus;
+  progress_stage: string;
+  from_asset: string;
+  to_asset: string;
+  rail: Rail | null;
+  quoted_amount_in: string;
+  quoted_amount_out: string;
+  quoted_fee: string;
+  quoted_rate: string;
+  actual_amount_in: string | null;
+  actual_amount_out: string | null;
+  status_reason: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface TimelineRow {
+  id: string;
+  sequence: string;
+  transfer_id: string;
+  organization_id: string;
+  kind: 'STATUS' | 'LEG';
+  from_status: TransferStatus | null;
+  to_status: TransferStatus;
+  blocking_party: BlockingParty;
+  reason: string | null;
+  leg_position: number | null;
+  leg_status: LegStatus | null;
+  progress_stage: string | null;
+  version: number;
+  occurred_at: Date;
+}
+
+interface Tables {
+  transfers: WithDefaults<TransferRow, 'created_at' | 'updated_at' | 'version' | 'funds_received_at' | 'reviewed_at' | 'api_view'>;
+  transfer_legs: WithDefaults<LegRow, 'created_at' | 'updated_at' | 'actual_amount_in' | 'actual_amount_out' | 'status_reason'>;
+  transfer_events: WithDefaults<TimelineRow, 'sequence' | 'occurred_at'>;
+}
+
+export type NewTransfer = Omit<TransferRow, 'created_at' | 'updated_at' | 'version' | 'funds_received_at' | 'reviewed_at'>;
+const jsonOrNull = (v: unknown) => (v == null ? null : JSON.stringify(v)) as never;
+export type NewLeg = Omit<LegRow, 'created_at' | 'updated_at' | 'actual_amount_in' | 'actual_amount_out' | 'status_reason'>;
+export type NewTimelineRow = Omit<TimelineRow, 'sequence' | 'occurred_at'>;
+
+export interface TransferDetailRow extends TransferRow {
+  legs: LegRow[];
+  timeline: TimelineRow[];
+}
+
+export interface TransferFilter {
+  organizationId: string;
+  status?: TransferStatus | undefined;
+  entityId?: string | undefined;
+  createdFrom?: string | undefined;
+  createdTo?: string | undefined;
+}
+
+type Db = Kysely<Tables> | Transaction<Tables>;
+
+// json_build_object turns numeric into a JSON number; amounts are cast to text so that they keep
+// every digit (an 18-decimal ETH amount would not survive a float).
+const LEG_JSON = sql`json_build_object(
+  'id', l.id, 'transfer_id', l.transfer_id, 'position', l.position, 'kind', l.kind, 'provider_id', l.provider_id,
+  'provider_name', l.provider_name, 'provider_reference', l.provider_reference, 'status', l.status,
+  'progress_stage', l.progress_stage, 'from_asset', l.from_asset, 'to_asset', l.to_asset, 'rail', l.rail,
+  'quoted_amount_in', l.quoted_amount_in::text, 'quoted_amount_out', l.quoted_amount_out::text, 'quoted_fee', l.quoted_fee::text, 'quoted_rate', l.quoted_rate,
+  'actual_amount_in', l.actual_amount_in::text, 'actual_amount_out', l.actual_amount_out::text,
+  'status_reason', l.status_reason, 'created_at', l.created_at, 'updated_at', l.updated_at)`;
+const EVENT_JSON = sql`json_build_object(
+  'id', e.id, 'sequence', e.sequence::text, 'kind', e.kind, 'from_status', e.from_status, 'to_status', e.to_status,
+  'blocking_party', e.blocking_party, 'reason', e.reason, 'leg_position', e.leg_position, 'leg_status', e.leg_status,
+  'progress_stage', e.progress_stage, 'version', e.version, 'occurred_at', e.occurred_at)`;
+
+/** The legs of the transfer aliased `t`, in order, as one JSON column. */
+const LEGS_OF_T = sql<LegRow[]>`(select coalesce(json_agg(${LEG_JSON} order by l.position), '[]'::json) from transfer_legs l where l.transfer_id = t.id)`;
+
+const reviveLeg = (l: LegRow): LegRow => ({ ...l, created_at: new Date(l.created_at), updated_at: new Date(l.updated_at) });
+const reviveEvent = (e: TimelineRow): TimelineRow => ({ ...e, occurred_at: new Date(e.occurred_at) });
+
+type ViewRow = { view: string | null; status: TransferStatus; organization_id: string };
+
+export class TransferRepository {
+  readonly #db: Kysely<Tables>;
+  readonly #viewSql: { any: string; own: string };
+  constructor(db: Kysely<any>) {
+    this.#db = db;
+    // Built once: GET /v1/transfers/{id} runs nothing else, and building the query cost as much as sending it.
+    const view = this.#db.selectFrom('transfers').select([sql<string | null>`api_view::text`.as('view'), 'status', 'organization_id']).where('id', '=', '');
+    this.#viewSql = { any: view.compile().sql, own: view.where('organization_id', '=', '').compile().sql };
+  }
+
+  #on(trx?: Transaction<any>): Db {
+    return (trx as Transaction<Tables> | undefined) ?? this.#db;
+  }
+
+  /** Inserts a transfer with its legs and its first timeline row, in one statement. */
+  async insert(trx: Transaction<any>, transfer: NewTransfer, legs: NewLeg[], first: NewTimelineRow, createdAt: Date): Promise<void> {
+    const db = trx as Transaction<Tables>;
+    const row = {
+      ...transfer,
+      created_at: createdAt,
+      updated_at: createdAt,
+      from_rail: JSON.stringify(transfer.from_rail) as never,
+      to_rail: JSON.stringify(transfer.to_rail) as never,
+      payment_references: jsonOrNull(transfer.payment_references),
+      destination_snapshot: JSON.stringify(transfer.destination_snapshot) as never,
+      api_view: jsonOrNull(transfer.api_view),
+    };
+    const legRows = legs.map((l) => ({ ...l, rail: jsonOrNull(l.rail), created_at: createdAt, updated_at: createdAt }));
+    // Data-modifying CTEs all run, in one round trip; a conflict on quote_option_id fails the whole statement.
+    const withTransfer = db.with('new_transfer', (qb) => qb.insertInto('transfers').values(row).returning('id'));
+    const withLegs = legRows.length ? withTransfer.with('new_legs', (qb) => qb.insertInto('transfer_legs').values(legRows).returning('id')) : withTransfer;
+    await withLegs.insertInto('transfer_events').values({ ...first, occurred_at: createdAt }).execute();
+  }
+
+  /** The transfer with its legs and timeline in one round trip; undefined when not this organization's. */
+  async detail(organizationId: string | null, id: string, trx?: Transaction<any>): Promise<TransferDetailRow | undefined> {
+    let q = this.#on(trx)
+      .selectFrom('transfers as t')
+      .selectAll('t')
+      .select([
+        LEGS_OF_T.as('legs'),
+        sql<TimelineRow[]>`(select coalesce(json_agg(${EVENT_JSON} order by e.sequence), '[]'::json) from transfer_events e where e.transfer_id = t.id)`.as('timeline'),
+      ])
+      .where('t.id', '=', id);
+    if (organizationId) q = q.where('t.organization_id', '=', organizationId);
+    const row = (await q.executeTakeFirst());
+    if (!row) return undefined;
+    return { ...row, legs: row.legs.map(reviveLeg), timeline: row.timeline.map(reviveEvent) };
+  }
+
+  /** The stored API view as JSON text (and the status, which decides whether funding instructions join it). */
+  async view(organizationId: string | null, id: string): Promise<ViewRow | undefined> {
+    const query = organizationId ? CompiledQuery.raw(this.#viewSql.own, [id, organizationId]) : CompiledQuery.raw(this.#viewSql.any, [id]);
+    return (await this.#db.executeQuery<ViewRow>(query)).rows[0];
+  }
+
+  /** Locks the transfer row for the rest of the transaction (every change starts here). */
+  async lock(trx: Transaction<any>, id: string, organizationId?: string): Promise<TransferRow | undefined> {
+    let q = (trx as Transaction<Tables>).selectFrom('transfers').selectAll().where('id', '=', id);
+    if (organizationId) q = q.where('organization_id', '=', organizationId);
+    return q.forUpdate().executeTakeFirst();
+  }
+
+  /** The transfer with its legs in one round trip (what every engine step starts from). */
+  async findWithLegs(id: string): Promise<(TransferRow & { legs: LegRow[] }) | undefined> {
+    const row = await this.#db
+      .selectFrom('transfers as t')
+      .selectAll('t')
+      .select(LEGS_OF_T.as('legs'))
+      .where('t.id', '=', id)
+      .executeTakeFirst();
+    return row && { ...row, legs: row.legs.map(reviveLeg) };
+  }
+
+  async find(id: string, trx?: Transaction<any>): Promise<TransferRow | undefined> {
+    return this.#on(trx).selectFrom('transfers').selectAll().where('id', '=', id).executeTakeFirst();
+  }
+
+  async legs(transferId: string, trx?: Transaction<any>): Promise<LegRow[]> {
+    return this.#on(trx).selectFrom('transfer_legs').selectAll().where('transfer_id', '=', transferId).orderBy('position').execute();
+  }
+
+  async legsOf(transferIds: string[]): Promise<LegRow[]> {
+    if (!transferIds.length) return [];
+    return this.#db.selectFrom('transfer_legs').selectAll().where('transfer_id', 'in', transferIds).orderBy('transfer_id').orderBy('position').execute();
+  }
+
+  async updateLeg(trx: Transaction<any>, legId: string, patch: Partial<Omit<LegRow, 'id' | 'transfer_id' | 'position' | 'kind' | 'created_at'>>): Promise<LegRow> {
+    return (trx as Transaction<Tables>).updateTable('transfer_legs').set(patch as never).where('id', '=', legId).returningAll().executeTakeFirstOrThrow();
+  }
+
+  /**
+   * A change's write: the transfer's new state and its timeline item, in one statement (every
+   * change does both, and a round trip each was a third of a change's statements).
+   */
+  async updateWithTimeline(trx: Transaction<any>, id: string, patch: Partial<Omit<TransferRow, 'id' | 'organization_id' | 'created_at'>>, item: NewTimelineRow, at: Date): Promise<TransferRow> {
+    const values = 'api_view' in patch ? { ...patch, api_view: jsonOrNull(patch.api_view) } : patch;
+    return (trx as Transaction<Tables>)
+      .with('timeline_item', (qb) => qb.insertInto('transfer_events').values({ ...item, occurred_at: at }).returning('id'))
+      .updateTable('transfers')
+      .set(values as never)
+      .where('id', '=', id)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+  }
+
+  async list(filter: TransferFilter, limit: number, cursor: Cursor | null): Promise<{ rows: TransferRow[]; total: number }> {
+    let base = this.#db.selectFrom('transfers').where('organization_id', '=', filter.organizationId);
+    if (filter.status) base = base.where('status', '=', filter.status);
+    if (filter.entityId) base = base.where('entity_id', '=', filter.entityId);
+    if (filter.createdFrom) base = base.where('created_at', '>=', new Date(filter.createdFrom));
+    if (filter.createdTo) base = base.where('created_at', '<', new Date(filter.createdTo));
+    let page = base.selectAll();
+    if (cursor) {
+      const at = new Date(cursor.createdAt);
+      page = page.where((eb) => eb.or([eb('created_at', '>', at), eb.and([eb('created_at', '=', at), eb('id', '>', cursor.id)])]));
+    }
+    const [rows, count] = await Promise.all([
+      page.orderBy('created_at').orderBy('id').limit(limit + 1).execute(),
+      base.select(sql<string>`count(*)`.as('n')).executeTakeFirstOrThrow(),
+    ]);
+    return { rows, total: Number(count.n) };
+  }
+
+  /** Transfers the engine is responsible for moving (setup or execution), oldest change first. */
+  async engineOwned(updatedBefore: Date, limit: number): Promise<Array<Pick<TransferRow, 'id' | 'status'>>> {
+    return this.#db
+      .selectFrom('transfers')
+      .select(['id', 'status'])
+      .where('status', 'in', ['PENDING_SETUP', 'IN_PROGRESS'])
+      .where('updated_at', '<', updatedBefore)
+      .orderBy('updated_at')
+      .limit(limit)
+      .execute();
+  }
+}

@@ -1,0 +1,787 @@
+// Transfers: creation binds one quote option to a saved destination, exactly once; every later
+// change goes through transition() (status) or changeLeg() (legs), which validate the move
+// against the one state machine, append the timeline, post the ledger, raise the version and
+// write the outbox event, all inside the caller's transaction.
+import { randomUUID } from 'node:crypto';
+import type { Kysely, Transaction } from 'kysely';
+import type { Environment } from '../platform/config.ts';
+import { ApiError, notFound } from '../platform/http/errors.ts';
+import { decodeCursor, pageOf } from '../platform/http/pagination.ts';
+import { requestFingerprint } from '../platform/idempotency.ts';
+import type { IdempotencyStore, StoredResponse } from '../platform/idempotency.ts';
+import { fromMinor, normalize, toMinor } from '../platform/money.ts';
+import { iso, isoOrNull } from '../platform/time.ts';
+import { railKey } from '../providers/adapter.ts';
+import type { LegStatus, Rail } from '../providers/adapter.ts';
+import type { EventService } from '../events/service.ts';
+import { ACCOUNTS, move } from '../ledger/service.ts';
+import type { LedgerService, Posting } from '../ledger/service.ts';
+import type { QuoteOptionForTransfer } from '../quotes/service.ts';
+import type { DestinationSnapshot } from '../destinations/service.ts';
+import type { Actor, FundableTransfer, FundingService } from '../funding/service.ts';
+import { TransferRepository } from './repository.ts';
+import type { LegRow, NewLeg, NewTimelineRow, SandboxOutcome, TimelineRow, TransferDetailRow, TransferRow } from './repository.ts';
+import type { CreateTransferBody, Transfer, TransferListQuery, TransferSummary } from './schemas.ts';
+import { CANCELABLE, LEG_MOVES, blockingPartyOf, firstStage, isLegTerminal, isTerminal, refuseMove } from './state-machine.ts';
+import type { TransferStatus } from './state-machine.ts';
+
+/** A transfer for the API: the stored view as JSON text, or an object when it had to be built or completed. */
+export type TransferBody = Transfer | string;
+
+/** The job that moves a transfer one step (setup or execution); its handler is TransferEngine.step. */
+export const STEP_JOB = 'transfers.step';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const CREATE_OPERATION = 'POST /v1/transfers';
+
+// ---- What this service needs of its neighbours: their own types, narrowed to what is used. ----
+
+export type QuoteOption = QuoteOptionForTransfer;
+
+export interface QuotesPort {
+  getOptionForTransfer(organizationId: string, optionId: string, db?: Kysely<any> | Transaction<any>): Promise<QuoteOption>;
+  markOptionUsed(trx: Transaction<any>, optionId: string): Promise<'USED' | 'ALREADY_USED' | 'EXPIRED'>;
+}
+
+export interface EntitiesPort {
+  requireActive(organizationId: string, id: string): Promise<unknown>;
+}
+
+export interface DestinationsPort {
+  snapshot(organizationId: string, ref: { type: 'FIAT_ACCOUNT' | 'CRYPTO_WALLET'; id: string }): Promise<DestinationSnapshot>;
+}
+
+export type FundingPort = Pick<FundingService, 'activeInstructions' | 'closeActiveSession'>;
+
+export interface StepScheduler {
+  send(name: string, data: object, options: { trx?: Transaction<any>; startAfter?: Date; singletonKey?: string }): Promise<string | null>;
+}
+
+export interface TransitionRequest {
+  organizationId?: string | null;
+  transferId: string;
+  to: TransferStatus;
+  reason?: string | null;
+  actor?: Actor;
+  /** Funds arriving with this move (into IN_PROGRESS): the amount received, in the source asset. */
+  fundsReceived?: { amount: string };
+}
+
+export interface LegChange {
+  status: LegStatus;
+  progressStage: string;
+  providerReference?: string;
+  actualAmountIn?: string;
+  actualAmountOut?: string;
+  reason?: string | null;
+}
+
+export interface TransferServiceOptions {
+  db: Kysely<any>;
+  env: Environment;
+  quotes: QuotesPort;
+  entities: EntitiesPort;
+  destinations: DestinationsPort | null;
+  events: Pick<EventService, 'record'>;
+  ledger: LedgerService;
+  idempotency: IdempotencyStore;
+  scheduler: StepScheduler;
+  /** Seconds between simulated execution steps at speed 1 (divided by CORRIDOR_SANDBOX_SPEED). */
+  stepDelayMs: number;
+}
+
+/** The sandbox outcome a quote request's amount asks for (DECISIONS.md §6): its fraction decides. */
+export function magicOutcome(requestAmount: string): SandboxOutcome {
+  const fraction = (requestAmount.split('.')[1] ?? '').replace(/0+$/, '');
+  switch (fraction) {
+    case '91':
+      return 'FAIL';
+    case '92':
+      return 'RETURN';
+    case '93':
+      return 'REVIEW';
+    case '94':
+      return 'REFUND';
+    default:
+      return 'SUCCEED';
+  }
+}
+
+const sameRail = (a: DestinationSnapshot['rail'], b: Rail): boolean => railKey(a) === railKey(b);
+
+/** The stage of the leg under way: the first that has not completed, else the last. */
+function currentStage(legs: Array<Pick<LegRow, 'status' | 'progress_stage'>>): string | null {
+  const open = legs.find((l) => l.status !== 'COMPLETED');
+  return (open ?? legs[legs.length - 1])?.progress_stage ?? null;
+}
+
+
+export class TransferService {
+  readonly #db: Kysely<any>;
+  readonly #repo: TransferRepository;
+  readonly #env: Environment;
+  readonly #quotes: QuotesPort;
+  readonly #entities: EntitiesPort;
+  #destinations: DestinationsPort | null;
+  readonly #events: Pick<EventService, 'record'>;
+  readonly #ledger: LedgerService;
+  readonly #idempotency: IdempotencyStore;
+  readonly #scheduler: StepScheduler;
+  readonly #stepDelayMs: number;
+  #funding: FundingPort | null = null;
+
+  constructor(options: TransferServiceOptions) {
+    this.#db = options.db;
+    this.#repo = new TransferRepository(options.db);
+    this.#env = options.env;
+    this.#quotes = options.quotes;
+    this.#entities = options.entities;
+    this.#destinations = options.destinations;
+    this.#events = options.events;
+    this.#ledger = options.ledger;
+    this.#idempotency = options.idempotency;
+    this.#scheduler = options.scheduler;
+    this.#stepDelayMs = options.stepDelayMs;
+  }
+
+  /** Funding is built after this service (it calls transition()); it is wired here once it exists. */
+  useFunding(funding: FundingPort): void {
+    this.#funding = funding;
+  }
+
+  useDestinations(destinations: DestinationsPort): void {
+    this.#destinations = destinations;
+  }
+
+  get repository(): TransferRepository {
+    return this.#repo;
+  }
+
+  get stepDelayMs(): number {
+    return this.#stepDelayMs;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Creation
+  // ---------------------------------------------------------------------------------------------
+
+  /**
+   * POST /v1/transfers. The checks that read other domains run first, outside the transaction
+   * (their services read through their own connections); the option is then claimed, and the
+   * transfer written, in the idempotency key's transaction. A refused request whose key already
+   * completed answers with the stored response: a replay is never refused for a reason that
+   * arose after the original succeeded (the option being used by it, for one).
+   */
+  async create(organizationId: string, key: string, body: CreateTransferBody): Promise<StoredResponse<Transfer>> {
+    const scope = { organizationId, operation: CREATE_OPERATION, key, requestHash: requestFingerprint(body) };
+    let prepared: Awaited<ReturnType<TransferService['prepareCreation']>>;
+    try {
+      prepared = await this.prepareCreation(organizationId, body);
+    } catch (err) {
+      if (!(err instanceof ApiError)) throw err;
+      // Replays the stored response if this key completed; otherwise the claim rolls back.
+      return this.#idempotency.run<Transfer>(scope, async () => {
+        throw err;
+      });
+    }
+    return this.#idempotency.run<Transfer>(scope, async (trx) => ({ status: 201, body: await this.#insert(trx, organizationId, body, prepared) }));
+  }
+
+  /** Every check that does not need the transaction; returns what the insert needs. */
+  async prepareCreation(organizationId: string, body: CreateTransferBody) {
+    await this.#entities.requireActive(organizationId, body.entityId);
+    const option = await this.#quotes.getOptionForTransfer(organizationId, body.quoteOptionId);
+    if (option.entityId !== body.entityId) {
+      throw new ApiError(422, 'quote_entity_mismatch', `Quote option ${option.id} was made for another entity; quote again for entity ${body.entityId}`);
+    }
+    if (option.status === 'USED') throw quoteOptionUsed();
+    if (option.status === 'EXPIRED' || option.expiresAt.getTime() <= Date.now()) throw quoteExpired();
+
+    const ref = body.destination.type === 'FIAT_ACCOUNT' ? { type: 'FIAT_ACCOUNT' as const, id: body.destination.fiatAccountId } : { type: 'CRYPTO_WALLET' as const, id: body.destination.cryptoWalletId };
+    if (option.destination && (option.destination.type !== ref.type || option.destination.id !== ref.id)) {
+      throw destinationMismatch(`Quote option ${option.id} was quoted for ${option.destination.type} ${option.destination.id}, not for ${ref.type} ${ref.id}`);
+    }
+    if (!this.#destinations) throw new ApiError(501, 'not_implemented', 'Saved destinations are not available in this build');
+    const snapshot = await this.#destinations.snapshot(organizationId, ref);
+    if (option.destination && snapshot.version !== option.destination.version) {
+      throw new ApiError(
+        409,
+        'quote_destination_changed',
+        `The destination was edited since it was quoted (quoted version ${option.destination.version}, now ${snapshot.version}); request a new quote`,
+      );
+    }
+    if (snapshot.entityId !== body.entityId) throw destinationMismatch(`${ref.type} ${ref.id} belongs to another entity`);
+    if (!sameRail(snapshot.rail, option.to)) throw destinationMismatch(`${ref.type} ${ref.id} is not on the option's destination rail ${railKey(option.to)}`);
+    return { option, snapshot };
+  }
+
+  async #insert(trx: Transaction<any>, organizationId: string, body: CreateTransferBody, prepared: { option: QuoteOption; snapshot: DestinationSnapshot }): Promise<Transfer> {
+    const { option, snapshot } = prepared;
+    const claimed = await this.#quotes.markOptionUsed(trx, option.id);
+    if (claimed === 'ALREADY_USED') throw quoteOptionUsed();
+    if (claimed === 'EXPIRED') throw quoteExpired();
+
+    const id = randomUUID();
+    const status: TransferStatus = 'PENDING_SETUP';
+    const legs: NewLeg[] = option.legs
+      .slice()
+      .sort((a, b) => a.position - b.position)
+      .map((l) => ({
+        id: randomUUID(),
+        transfer_id: id,
+        position: l.position,
+        kind: l.kind,
+        provider_id: l.providerId,
+        provider_name: l.provider,
+        provider_reference: null,
+        status: 'PENDING',
+        progress_stage: firstStage(l.kind),
+        from_asset: l.fromAsset,
+        to_asset: l.toAsset,
+        rail: l.rail ?? null,
+        quoted_amount_in: normalize(l.amountIn, l.fromAsset),
+        quoted_amount_out: normalize(l.amountOut, l.toAsset),
+        quoted_fee: normalize(l.fee ?? '0', l.fromAsset),
+        quoted_rate: l.rate,
+      }));
+    const row: Omit<TransferRow, 'created_at' | 'updated_at' | 'version' | 'funds_received_at' | 'reviewed_at' | 'api_view'> = {
+      id,
+      organization_id: organizationId,
+      entity_id: body.entityId,
+      quote_id: option.quoteId,
+      quote_option_id: option.id,
+      status,
+      blocking_party: blockingPartyOf(status),
+      status_reason: null,
+      client_reference: body.clientReference ?? null,
+      payment_references: body.paymentReferences ?? null,
+      original_message_id: body.paymentReferences?.originalMessageId ?? null,
+      from_rail: option.from,
+      to_rail: option.to,
+      source_asset: option.fromAsset,
+      destination_asset: option.toAsset,
+      fee_currency: option.feeCurrency,
+      quoted_source_amount: normalize(option.fromAmount, option.fromAsset),
+      quoted_destination_amount: normalize(option.toAmount, option.toAsset),
+      quoted_fee_total: normalize(option.totalFee, option.feeCurrency),
+      quoted_rate: option.rate,
+      actual_source_amount: null,
+      actual_destination_amount: null,
+      actual_fee_total: null,
+      destination_type: snapshot.type,
+      destination_id: snapshot.id,
+      destination_version: snapshot.version,
+      destination_relationship: snapshot.relationship,
+      destination_snapshot: {
+        type: snapshot.type,
+        id: snapshot.id,
+        version: snapshot.version,
+        relationship: snapshot.relationship,
+        entityId: snapshot.entityId,
+        rail: snapshot.rail,
+        instructions: snapshot.instructions,
+      },
+      sandbox_outcome: this.#env === 'sandbox' ? magicOutcome(option.requestAmount) : null,
+    };
+    const first: Omit<TimelineRow, 'sequence' | 'occurred_at'> = {
+      id: randomUUID(),
+      transfer_id: id,
+      organization_id: organizationId,
+      kind: 'STATUS',
+      from_status: null,
+      to_status: status,
+      blocking_party: row.blocking_party,
+      reason: null,
+      leg_position: null,
+      leg_status: null,
+      progress_stage: currentStage(legs),
+      version: 1,
+    };
+    // The clock of this process stamps the creation, so the stored API view and the rows agree.
+    const createdAt = new Date();
+    const full: TransferDetailRow = {
+      ...row,
+      version: 1,
+      funds_received_at: null,
+      reviewed_at: null,
+      api_view: null,
+      created_at: createdAt,
+      updated_at: createdAt,
+      legs: legs.map((l) => ({ ...l, actual_amount_in: null, actual_amount_out: null, status_reason: null, created_at: createdAt, updated_at: createdAt })),
+      timeline: [{ ...first, sequence: '0', occurred_at: createdAt }],
+    };
+    const view = toTransfer(full, null);
+    try {
+      await this.#repo.insert(trx, { ...row, api_view: view }, legs, first, createdAt);
+    } catch (err) {
+      // The UNIQUE on quote_option_id: another request (under another key) won the option.
+      if ((err as { code?: string }).code === '23505') throw quoteOptionUsed();
+      throw err;
+    }
+    await this.#events.record(trx, {
+      organizationId,
+      type: 'transfer.status_changed',
+      data: { transferId: id, status, previousStatus: null, blockingParty: row.blocking_party, version: 1 },
+    });
+    await this.scheduleStep(trx, id, 0);
+    return view;
+  }
+
+  /** Enqueues the transfer's next engine step inside the transaction (one queued step per transfer). */
+  async scheduleStep(trx: Transaction<any>, transferId: string, delayMs = this.#stepDelayMs): Promise<void> {
+    await this.#scheduler.send(STEP_JOB, { transferId }, { trx, singletonKey: transferId, ...(delayMs > 0 ? { startAfter: new Date(Date.now() + delayMs) } : {}) });
+  }
+
+  /** Re-sends a transfer's step outside any transaction (the sweep after a restart); a step already queued wins. */
+  async scheduleSweepStep(transferId: string): Promise<void> {
+    await this.#scheduler.send(STEP_JOB, { transferId }, { singletonKey: transferId });
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Reads
+  // ---------------------------------------------------------------------------------------------
+
+  /**
+   * The transfer for the HTTP layer; 404 not_found otherwise. Answers the stored view as JSON
+   * text (sent as is, not re-serialized) unless funding instructions have to join it.
+   */
+  async body(organizationId: string, id: string): Promise<TransferBody> {
+    const found = UUID.test(id) ? await this.#repo.view(organizationId, id) : undefined;
+    if (!found) throw notFound('Transfer');
+    const instructions = found.status === 'AWAITING_FUNDS' && this.#funding ? await this.#funding.activeInstructions(organizationId, id) : null;
+    if (found.view && !instructions) return found.view;
+    const transfer = found.view ? (JSON.parse(found.view) as Transfer) : await this.#fromTables(organizationId, id);
+    return instructions ? { ...transfer, awaitingFundsInstructions: instructions as unknown as Record<string, unknown> } : transfer;
+  }
+
+  /** The transfer as its organization sees it, as an object; 404 not_found otherwise. */
+  async get(organizationId: string, id: string): Promise<Transfer> {
+    const found = await this.body(organizationId, id);
+    return typeof found === 'string' ? (JSON.parse(found) as Transfer) : found;
+  }
+
+  /** The transfer built from its rows (legs, timeline) rather than from the stored view. */
+  async #fromTables(organizationId: string | null, id: string): Promise<Transfer> {
+    const row = await this.#repo.detail(organizationId, id);
+    if (!row) throw notFound('Transfer');
+    return toTransfer(row, null);
+  }
+
+  /** The rows' version of the transfer: what the stored view must always equal (tests compare them). */
+  async fromTables(organizationId: string, id: string): Promise<Transfer> {
+    return this.#fromTables(organizationId, id);
+  }
+
+  /** Any organization's transfer (operations staff, the engine); 404 not_found when unknown. */
+  async getAny(id: string): Promise<Transfer & { organizationId: string }> {
+    const found = UUID.test(id) ? await this.#repo.view(null, id) : undefined;
+    if (!found) throw notFound('Transfer');
+    const transfer = found.view ? (JSON.parse(found.view) as Transfer) : await this.#fromTables(null, id);
+    return { ...transfer, organizationId: found.organization_id };
+  }
+
+  async list(organizationId: string, query: TransferListQuery): Promise<{ data: TransferSummary[]; meta: { total: number; nextCursor: string | null } }> {
+    const limit = query.limit ?? 25;
+    const { rows, total } = await this.#repo.list(
+      { organizationId, status: query.status, entityId: query.entityId, createdFrom: query.createdFrom, createdTo: query.createdTo },
+      limit,
+      decodeCursor(query.cursor),
+    );
+    const page = rows.slice(0, limit);
+    const missing = page.filter((r) => !r.api_view).map((r) => r.id);
+    const legs = await this.#repo.legsOf(missing);
+    const byTransfer = new Map<string, LegRow[]>();
+    for (const leg of legs) byTransfer.set(leg.transfer_id, [...(byTransfer.get(leg.transfer_id) ?? []), leg]);
+    const items = rows.map((r) => {
+      if (r.api_view) {
+        const { timeline: _timeline, ...summary } = r.api_view as Transfer;
+        return { ...summary, createdAt: r.created_at };
+      }
+      return { ...toSummary({ ...r, legs: byTransfer.get(r.id) ?? [], timeline: [] }), createdAt: r.created_at };
+    });
+    const { page: data, nextCursor } = pageOf(items, limit);
+    return { data: data.map(({ createdAt, ...rest }) => ({ ...rest, createdAt: iso(createdAt) })), meta: { total, nextCursor } };
+  }
+
+  /** What funding needs of a transfer; 404 not_found for another organization's. */
+  async getForFunding(organizationId: string, transferId: string, db?: Kysely<any> | Transaction<any>): Promise<FundableTransfer> {
+    const row = UUID.test(transferId) ? await this.#repo.find(transferId, db as Transaction<any> | undefined) : undefined;
+    if (!row || row.organization_id !== organizationId) throw notFound('Transfer');
+    const legs = await this.#repo.legs(transferId, db as Transaction<any> | undefined);
+    const collection = legs.find((l) => l.kind === 'COLLECTION');
+    return {
+      id: row.id,
+      status: row.status,
+      sourceRail: row.from_rail,
+      sourceAsset: row.source_asset,
+      quotedSourceAmount: normalize(row.quoted_source_amount, row.source_asset),
+      collectingProvider: collection?.provider_name ?? null,
+    };
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // The one status function
+  // ---------------------------------------------------------------------------------------------
+
+  /**
+   * Moves a transfer to another status inside the caller's transaction: validates the move
+   * against the state machine (409 invalid_transition otherwise), cancels legs that will never
+   * run when the transfer ends, posts the ledger for the movement, appends the timeline, raises
+   * the version and records transfer.status_changed. Returns the updated row.
+   */
+  async transition(trx: Transaction<any>, request: TransitionRequest): Promise<TransferRow> {
+    const locked = await this.#repo.lock(trx, request.transferId, request.organizationId ?? undefined);
+    if (!locked) throw notFound('Transfer');
+    return this.transitionLocked(trx, locked, request);
+  }
+
+  /**
+   * transition() for a row this transaction already locked. `current` is the transfer's legs as
+   * this transaction last wrote them, when the caller has them (saves reading them again).
+   */
+  async transitionLocked(trx: Transaction<any>, locked: TransferRow, request: TransitionRequest, current?: LegRow[]): Promise<TransferRow> {
+    let transfer = locked;
+    const from = transfer.status;
+    const to = request.to;
+    const refusal = refuseMove(from, to, transfer.funds_received_at !== null);
+    if (refusal) throw new ApiError(409, 'invalid_transition', refusal);
+
+    let legs = current ?? (await this.#repo.legs(transfer.id, trx));
+    if (isTerminal(to)) {
+      // Legs that will never run end with the transfer, each as its own recorded change.
+      const ended: LegRow[] = [];
+      for (const leg of legs) {
+        if (isLegTerminal(leg.status)) ended.push(leg);
+        else {
+          const changed = await this.changeLeg(trx, transfer, leg, { status: 'CANCELED', progressStage: leg.progress_stage, reason: null });
+          transfer = changed.transfer;
+          ended.push(changed.leg);
+        }
+      }
+      legs = ended;
+    }
+
+    const now = new Date();
+    const patch: Partial<TransferRow> = {
+      status: to,
+      blocking_party: blockingPartyOf(to),
+      status_reason: request.reason ?? null,
+      version: transfer.version + 1,
+      updated_at: now,
+    };
+    if (to === 'IN_PROGRESS' && !transfer.funds_received_at) {
+      const amount = normalize(request.fundsReceived?.amount ?? transfer.quoted_source_amount, transfer.source_asset);
+      patch.funds_received_at = now;
+      patch.actual_source_amount = amount;
+      await this.#ledger.post(trx, {
+        key: `${transfer.id}:FUNDS_IN`,
+        organizationId: transfer.organization_id,
+        transferId: transfer.id,
+        kind: 'FUNDS_IN',
+        description: `Funds received for transfer ${transfer.id}`,
+        postings: move(ACCOUNTS.CUSTOMER_EXTERNAL, ACCOUNTS.CUSTOMER_FUNDS_HELD, transfer.source_asset, toMinor(amount, transfer.source_asset)),
+      });
+    }
+    if (from === 'IN_REVIEW') patch.reviewed_at = now;
+    if (to === 'COMPLETED') {
+      const payout = [...legs].reverse().find((l) => l.kind === 'PAYOUT') ?? legs[legs.length - 1];
+      patch.actual_destination_amount = payout ? normalize(payout.actual_amount_out ?? payout.quoted_amount_out, transfer.destination_asset) : null;
+      patch.actual_fee_total = transfer.quoted_fee_total;
+    }
+    if (isTerminal(to) && to !== 'COMPLETED' && transfer.funds_received_at) {
+      await this.#giveBack(trx, transfer, to === 'REFUNDED' ? 'REFUND' : 'RETURN_TO_CUSTOMER');
+      patch.actual_fee_total = fromMinor(0n, transfer.fee_currency);
+    }
+    // Leaving AWAITING_FUNDS other than by expiry: the open session has done its job (funds
+    // arrived) or can no longer be used (canceled, in review).
+    if (this.#funding && from === 'AWAITING_FUNDS' && to !== 'READY_TO_FUND') {
+      await this.#funding.closeActiveSession(trx, { transferId: transfer.id, status: to === 'IN_PROGRESS' ? 'COMPLETED' : 'EXPIRED' });
+    }
+
+    const item: NewTimelineRow = {
+      id: randomUUID(),
+      transfer_id: transfer.id,
+      organization_id: transfer.organization_id,
+      kind: 'STATUS',
+      from_status: from,
+      to_status: to,
+      blocking_party: blockingPartyOf(to),
+      reason: request.reason ?? null,
+      leg_position: null,
+      leg_status: null,
+      progress_stage: currentStage(legs),
+      version: transfer.version + 1,
+    };
+    patch.api_view = nextView({ ...transfer, ...patch }, null, item, now);
+    transfer = await this.#repo.updateWithTimeline(trx, transfer.id, patch, item, now);
+    await this.#events.record(trx, {
+      organizationId: transfer.organization_id,
+      type: 'transfer.status_changed',
+      data: { transferId: transfer.id, status: to, previousStatus: from, blockingParty: transfer.blocking_party, version: transfer.version },
+    });
+    return transfer;
+  }
+
+  /**
+   * The one leg function: records a leg's new status or stage (validated against the leg moves),
+   * posts the ledger for what the leg moved, appends a LEG timeline item, raises the transfer's
+   * version and records transfer.leg_status_changed. Needs the transfer row locked by this
+   * transaction; returns both updated rows.
+   */
+  async changeLeg(trx: Transaction<any>, transfer: TransferRow, leg: LegRow, change: LegChange): Promise<{ transfer: TransferRow; leg: LegRow }> {
+    if (!LEG_MOVES[leg.status].includes(change.status) && !(leg.status === change.status && leg.progress_stage !== change.progressStage && change.status === 'PROCESSING')) {
+      throw new ApiError(409, 'invalid_transition', `Leg ${leg.position} cannot move from ${leg.status} to ${change.status}`);
+    }
+    if (leg.status === change.status && leg.progress_stage === change.progressStage) throw new Error(`leg ${leg.position}: nothing changed`);
+    const now = new Date();
+    const updated = await this.#repo.updateLeg(trx, leg.id, {
+      status: change.status,
+      progress_stage: change.progressStage,
+      ...(change.providerReference !== undefined ? { provider_reference: change.providerReference } : {}),
+      ...(change.actualAmountIn !== undefined ? { actual_amount_in: normalize(change.actualAmountIn, leg.from_asset) } : {}),
+      ...(change.actualAmountOut !== undefined ? { actual_amount_out: normalize(change.actualAmountOut, leg.to_asset) } : {}),
+      ...(change.reason !== undefined ? { status_reason: change.reason } : {}),
+      updated_at: now,
+    });
+    await this.#postLegMovement(trx, transfer, leg, updated);
+    const item: NewTimelineRow = {
+      id: randomUUID(),
+      transfer_id: transfer.id,
+      organization_id: transfer.organization_id,
+      kind: 'LEG',
+      from_status: transfer.status,
+      to_status: transfer.status,
+      blocking_party: transfer.blocking_party,
+      reason: change.reason ?? null,
+      leg_position: leg.position,
+      leg_status: change.status,
+      progress_stage: change.progressStage,
+      version: transfer.version + 1,
+    };
+    const bumped = await this.#repo.updateWithTimeline(
+      trx,
+      transfer.id,
+      { version: item.version, updated_at: now, api_view: nextView({ ...transfer, version: item.version, updated_at: now }, updated, item, now) },
+      item,
+      now,
+    );
+    await this.#events.record(trx, {
+      organizationId: transfer.organization_id,
+      type: 'transfer.leg_status_changed',
+      data: {
+        transferId: transfer.id,
+        status: transfer.status,
+        previousStatus: transfer.status,
+        blockingParty: transfer.blocking_party,
+        version: bumped.version,
+        leg: { position: leg.position, kind: leg.kind, status: change.status, progressStage: change.progressStage },
+      },
+    });
+    return { transfer: bumped, leg: updated };
+  }
+
+  /**
+   * The ledger side of a leg change. Quoted amounts are posted: the quote is what the customer
+   * was promised, and the leg's actual amounts are recorded on the leg beside them.
+   */
+  async #postLegMovement(trx: Transaction<any>, transfer: TransferRow, before: LegRow, after: LegRow): Promise<void> {
+    const fee = toMinor(after.quoted_fee, after.from_asset);
+    const inMinor = toMinor(after.quoted_amount_in, after.from_asset);
+    const outMinor = toMinor(after.quoted_amount_out, after.to_asset);
+    const base = { organizationId: transfer.organization_id, transferId: transfer.id };
+    const key = (kind: string) => `${transfer.id}:${kind}:${after.position}`;
+    const { HELD, FX, FEES, TRANSIT, BENEFICIARY } = {
+      HELD: ACCOUNTS.CUSTOMER_FUNDS_HELD,
+      FX: ACCOUNTS.FX_CLEARING,
+      FEES: ACCOUNTS.FEE_REVENUE,
+      TRANSIT: ACCOUNTS.PAYOUT_IN_TRANSIT,
+      BENEFICIARY: ACCOUNTS.BENEFICIARY_EXTERNAL,
+    };
+    const completedNow = after.status === 'COMPLETED' && before.status !== 'COMPLETED';
+    if (after.kind === 'COLLECTION' && completedNow) {
+      await this.#ledger.post(trx, { ...base, key: key('FEE'), kind: 'FEE', description: `Collection fee, leg ${after.position}`, postings: move(HELD, FEES, after.from_asset, fee) });
+    } else if (after.kind === 'CONVERSION' && completedNow) {
+      const postings: Posting[] = [
+        { account: HELD, currency: after.from_asset, amount: -inMinor },
+        { account: FEES, currency: after.from_asset, amount: fee },
+        { account: FX, currency: after.from_asset, amount: inMinor - fee },
+        { account: FX, currency: after.to_asset, amount: -outMinor },
+        { account: HELD, currency: after.to_asset, amount: outMinor },
+      ];
+      await this.#ledger.post(trx, { ...base, key: key('CONVERSION'), kind: 'CONVERSION', description: `Conversion ${after.from_asset}→${after.to_asset}, leg ${after.position}`, postings });
+    } else if (after.kind === 'PAYOUT') {
+      if (before.status === 'PENDING' && after.status === 'PROCESSING') {
+        await this.#ledger.post(trx, { ...base, key: key('PAYOUT_SENT'), kind: 'PAYOUT_SENT', description: `Payout handed to the rail, leg ${after.position}`, postings: move(HELD, TRANSIT, after.from_asset, inMinor) });
+      } else if (completedNow) {
+        const postings: Posting[] = [
+          { account: TRANSIT, currency: after.from_asset, amount: -inMinor },
+          { account: FEES, currency: after.from_asset, amount: fee },
+          { account: BENEFICIARY, currency: after.to_asset, amount: outMinor },
+        ];
+        await this.#ledger.post(trx, { ...base, key: key('PAYOUT_SETTLED'), kind: 'PAYOUT_SETTLED', description: `Payout delivered, leg ${after.position}`, postings });
+      } else if ((after.status === 'FAILED' || after.status === 'RETURNED' || after.status === 'CANCELED') && before.status === 'PROCESSING') {
+        await this.#ledger.post(trx, {
+          ...base,
+          key: key('PAYOUT_RETURNED'),
+          kind: 'PAYOUT_RETURNED',
+          description: `Payout ${after.status.toLowerCase()}, funds back from the rail, leg ${after.position}`,
+          postings: move(TRANSIT, HELD, after.from_asset, inMinor),
+        });
+      }
+    }
+  }
+
+  /**
+   * A transfer that ends without delivering gives everything back: fees are reversed and what is
+   * held for it (or still in transit) returns to the customer, per currency.
+   */
+  async #giveBack(trx: Transaction<any>, transfer: TransferRow, kind: 'REFUND' | 'RETURN_TO_CUSTOMER'): Promise<void> {
+    const base = { organizationId: transfer.organization_id, transferId: transfer.id };
+    let balances = await this.#ledger.transferBalances(transfer.id, trx);
+    const feeReversal = balances.filter((b) => b.account === ACCOUNTS.FEE_REVENUE).flatMap((b) => move(ACCOUNTS.FEE_REVENUE, ACCOUNTS.CUSTOMER_FUNDS_HELD, b.currency, b.balance));
+    await this.#ledger.post(trx, { ...base, key: `${transfer.id}:FEE_REVERSAL`, kind: 'FEE_REVERSAL', description: 'Fees reversed: the transfer did not deliver', postings: feeReversal });
+    balances = await this.#ledger.transferBalances(transfer.id, trx);
+    const back = balances
+      .filter((b) => b.account === ACCOUNTS.CUSTOMER_FUNDS_HELD || b.account === ACCOUNTS.PAYOUT_IN_TRANSIT)
+      .flatMap((b) => move(b.account, ACCOUNTS.CUSTOMER_EXTERNAL, b.currency, b.balance));
+    await this.#ledger.post(trx, {
+      ...base,
+      key: `${transfer.id}:${kind}`,
+      kind,
+      description: kind === 'REFUND' ? 'Refund to the customer' : 'Funds returned to the customer',
+      postings: back,
+    });
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Customer actions
+  // ---------------------------------------------------------------------------------------------
+
+  /** POST /v1/transfers/{id}/cancel: allowed until the funds are received (409 otherwise). */
+  async cancel(organizationId: string, id: string, actor: Actor): Promise<TransferBody> {
+    if (!UUID.test(id)) throw notFound('Transfer');
+    await this.#db.transaction().execute(async (trx) => {
+      const locked = await this.#repo.lock(trx, id, organizationId);
+      if (!locked) throw notFound('Transfer');
+      if (locked.funds_received_at || !CANCELABLE.includes(locked.status)) {
+        throw new ApiError(
+          409,
+          'transfer_not_cancelable',
+          locked.funds_received_at ? 'The transfer\'s funds have been received; it can no longer be canceled' : `A ${locked.status} transfer cannot be canceled`,
+        );
+      }
+      await this.transitionLocked(trx, locked, { transferId: id, to: 'CANCELED', reason: 'canceled_by_customer', actor });
+    });
+    return this.body(organizationId, id);
+  }
+}
+
+const quoteOptionUsed = () => new ApiError(409, 'quote_option_used', 'This quote option has already been used for a transfer; request a new quote');
+const quoteExpired = () => new ApiError(422, 'quote_expired', 'The quote option has expired; request a new quote');
+const destinationMismatch = (message: string) => new ApiError(422, 'destination_mismatch', message);
+
+// ---- Mapping to the API ----
+
+function toLeg(l: LegRow): Transfer['legs'][number] {
+  return {
+    position: l.position,
+    kind: l.kind,
+    provider: l.provider_name,
+    providerReference: l.provider_reference,
+    status: l.status,
+    progressStage: l.progress_stage,
+    fromAsset: l.from_asset,
+    toAsset: l.to_asset,
+    quotedAmountIn: normalize(l.quoted_amount_in, l.from_asset),
+    quotedAmountOut: normalize(l.quoted_amount_out, l.to_asset),
+    actualAmountIn: l.actual_amount_in === null ? null : normalize(l.actual_amount_in, l.from_asset),
+    actualAmountOut: l.actual_amount_out === null ? null : normalize(l.actual_amount_out, l.to_asset),
+    statusReason: l.status_reason,
+    updatedAt: iso(l.updated_at),
+  };
+}
+
+function toTimelineItem(e: Pick<TimelineRow, 'kind' | 'from_status' | 'to_status' | 'blocking_party' | 'reason' | 'leg_position' | 'leg_status' | 'progress_stage' | 'version' | 'occurred_at'>): Transfer['timeline'][number] {
+  return {
+    type: e.kind,
+    status: e.to_status,
+    previousStatus: e.from_status,
+    blockingParty: e.blocking_party,
+    reason: e.reason,
+    leg: e.kind === 'LEG' && e.leg_position !== null && e.leg_status !== null ? { position: e.leg_position, status: e.leg_status } : null,
+    progressStage: e.progress_stage,
+    version: e.version,
+    occurredAt: iso(e.occurred_at),
+  };
+}
+
+function toSummary(row: TransferDetailRow): TransferSummary {
+  const nullable = (v: string | null, asset: string) => (v === null ? null : normalize(v, asset));
+  return {
+    id: row.id,
+    status: row.status,
+    blockingParty: row.blocking_party,
+    statusReason: row.status_reason,
+    version: row.version,
+    entityId: row.entity_id,
+    quoteId: row.quote_id,
+    quoteOptionId: row.quote_option_id,
+    clientReference: row.client_reference,
+    paymentReferences: (row.payment_references as TransferSummary['paymentReferences']) ?? null,
+    from: row.from_rail,
+    to: row.to_rail,
+    sourceAsset: row.source_asset,
+    destinationAsset: row.destination_asset,
+    quoted: {
+      sourceAmount: normalize(row.quoted_source_amount, row.source_asset),
+      destinationAmount: normalize(row.quoted_destination_amount, row.destination_asset),
+      feeTotal: normalize(row.quoted_fee_total, row.fee_currency),
+      feeCurrency: row.fee_currency,
+      rate: row.quoted_rate,
+    },
+    actual: {
+      sourceAmount: nullable(row.actual_source_amount, row.source_asset),
+      destinationAmount: nullable(row.actual_destination_amount, row.destination_asset),
+      feeTotal: nullable(row.actual_fee_total, row.fee_currency),
+    },
+    destination: {
+      type: row.destination_type,
+      id: row.destination_id,
+      version: row.destination_version,
+      relationship: row.destination_relationship,
+      snapshot: row.destination_snapshot,
+    },
+    legs: row.legs.map(toLeg),
+    fundsReceivedAt: isoOrNull(row.funds_received_at),
+    createdAt: iso(row.created_at),
+    updatedAt: iso(row.updated_at),
+  };
+}
+
+/**
+ * The stored view after one change: the transfer's own fields from its updated row, the changed
+ * leg replaced, the new timeline item appended. Null when the row had no view (it is then built
+ * from the tables on read).
+ */
+function nextView(row: TransferRow, changedLeg: LegRow | null, item: NewTimelineRow, at: Date): Record<string, unknown> | null {
+  const previous = row.api_view as Transfer | null;
+  if (!previous) return null;
+  const { legs: _legs, timeline: _timeline, ...top } = toTransfer({ ...row, legs: [], timeline: [] }, null);
+  const legs = changedLeg ? previous.legs.map((l) => (l.position === changedLeg.position ? toLeg(changedLeg) : l)) : previous.legs;
+  return { ...top, legs, timeline: [...previous.timeline, toTimelineItem({ ...item, occurred_at: at })] };
+}
+
+export function toTransfer(row: TransferDetailRow, instructions: object | null): Transfer {
+  const { legs, fundsReceivedAt, createdAt, updatedAt, ...rest } = toSummary(row);
+  return {
+    ...rest,
+    legs,
+    timeline: row.timeline.map(toTimelineItem),
+    ...(instructions ? { awaitingFundsInstructions: instructions as Record<string, unknown> } : {}),
+    fundsReceivedAt,
+    createdAt,
+    updatedAt,
+  };
+}
+
+export type { Actor, FundableTransfer };
