@@ -1,0 +1,293 @@
+// The composition root: the only file that knows every domain. It opens the database, applies
+// migrations, wires services together, declares jobs and mounts each domain's routes.
+import fs from 'node:fs';
+import type { Config } from './platform/config.ts';
+import { publicBaseUrl } from './platform/config.ts';
+import { openDatabase } from './platform/db/database.ts';
+import type { Database } from './platform/db/database.ts';
+import { lockDataDir } from './platform/db/data-dir-lock.ts';
+import { migrate } from './platform/db/migrate.ts';
+import { createHttpApp } from './platform/http/app.ts';
+import type { App } from './platform/http/app.ts';
+import { ErrorBody } from './platform/http/schemas.ts';
+import { systemRoutes } from './platform/http/system-routes.ts';
+import type { Metrics } from './platform/http/metrics.ts';
+import { IdempotencyStore } from './platform/idempotency.ts';
+import { createLogger } from './platform/logger.ts';
+import type { Logger } from './platform/logger.ts';
+import { JobQueue } from './platform/queue.ts';
+import { AuthService } from './auth/service.ts';
+import { installAuthGuard } from './auth/guard.ts';
+import { authRoutes } from './auth/routes.ts';
+import { OrganizationService } from './organizations/service.ts';
+import { UserService } from './users/service.ts';
+import { userRoutes } from './users/routes.ts';
+import { ReportService } from './reports/service.ts';
+import { reportRoutes } from './reports/routes.ts';
+import { EventService } from './events/service.ts';
+import { eventRoutes } from './events/routes.ts';
+import { WebhookService } from './webhooks/service.ts';
+import { webhookRoutes } from './webhooks/routes.ts';
+import { ProviderRegistry } from './providers/service.ts';
+import { loadEnvironmentProviders } from './providers/configuration.ts';
+import { providerRoutes } from './providers/routes.ts';
+import { RailService } from './rails/service.ts';
+import { railRoutes } from './rails/routes.ts';
+import { EntityService } from './entities/service.ts';
+import { entityRoutes } from './entities/routes.ts';
+import { DestinationService } from './destinations/service.ts';
+import { destinationRoutes } from './destinations/routes.ts';
+import { QuoteService } from './quotes/service.ts';
+import { quoteRoutes } from './quotes/routes.ts';
+import { LedgerService } from './ledger/service.ts';
+import { STEP_JOB, TransferService } from './transfers/service.ts';
+import { BASE_STEP_SECONDS, TransferEngine } from './transfers/execution.ts';
+import { transferRoutes } from './transfers/routes.ts';
+import { FundingService } from './funding/service.ts';
+import { fundingRoutes } from './funding/routes.ts';
+
+const VERSION = (JSON.parse(fs.readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+
+export interface Services {
+  events: EventService;
+  webhooks: WebhookService;
+  organizations: OrganizationService;
+  users: UserService;
+  auth: AuthService;
+  idempotency: IdempotencyStore;
+  reports: ReportService;
+  providers: ProviderRegistry;
+  rails: RailService;
+  entities: EntityService;
+  destinations: DestinationService;
+  quotes: QuoteService;
+  ledger: LedgerService;
+  transfers: TransferService;
+  engine: TransferEngine;
+  funding: FundingService;
+}
+
+export interface Server {
+  config: Config;
+  app: App;
+  db: Database;
+  queue: JobQueue;
+  metrics: Metrics;
+  services: Services;
+  log: Logger;
+  /** Credentials of the organization created on first start, or null when the store was not empty. */
+  firstOrganization: Awaited<ReturnType<AuthService['bootstrapFirstOrganization']>>;
+  close(): Promise<void>;
+}
+
+export interface ServerOptions {
+  logger?: Logger;
+  /** Start job workers in this process (default true). */
+  workers?: boolean;
+  tls?: { key: string; cert: string } | null;
+  /** Keep the embedded database in memory instead of the data dir (tests). */
+  inMemory?: boolean;
+}
+
+export async function createServer(config: Config, options: ServerOptions = {}): Promise<Server> {
+  const log = options.logger ?? createLogger(config.logLevel);
+  // A bad provider file stops start before anything is opened or migrated.
+  const providerFile = loadEnvironmentProviders(config);
+  const embeddedOnDisk = !config.databaseUrl && !options.inMemory;
+  const unlock = embeddedOnDisk ? lockDataDir(config.dataDir) : () => {};
+  let db: Database | null = null;
+  let queue: JobQueue | null = null;
+  let rails: RailService | null = null;
+  let webhooks: WebhookService | null = null;
+  try {
+    db = await openDatabase({ url: config.databaseUrl, dataDir: embeddedOnDisk ? config.dataDir : null });
+    await migrate(db);
+
+    const organizations = new OrganizationService(db.kysely, config.env);
+    const users = new UserService(db.kysely);
+    const auth = new AuthService({ db: db.kysely, users, organizations, env: config.env });
+    await auth.init();
+    const idempotency = new IdempotencyStore(db.kysely, config.idempotencyTtlHours);
+    queue = new JobQueue(db, log);
+    const events = new EventService(db.kysely);
+    webhooks = new WebhookService({
+      db: db.kysely,
+      events,
+      queue,
+      log,
+      settings: {
+        env: config.env,
+        timeoutMs: config.webhookTimeoutMs,
+        secretOverlapSeconds: config.webhookSecretOverlapSeconds,
+        maxConsecutiveFailures: config.webhookMaxConsecutiveFailures,
+        retryScale: config.webhookRetryScale,
+        userAgent: `Corridor-Webhooks/${VERSION}`,
+      },
+    });
+    const providers = new ProviderRegistry({ db: db.kysely, file: providerFile, log });
+    rails = new RailService({ providers, refreshSeconds: config.railsRefreshSeconds, log });
+    const entities = new EntityService(db.kysely, config.env);
+    const destinations = new DestinationService({ db: db.kysely, entities, rails, env: config.env });
+    const reports = new ReportService({
+      db: db.kysely,
+      queue,
+      idempotency,
+      store: config,
+      worker: db.url ? { databaseUrl: db.url, logLevel: config.logLevel } : null,
+      log,
+      limits: { maxMatchingTransfers: config.reportMaxMatchingTransfers, maxOutputRows: config.reportMaxOutputRows },
+      leaseSeconds: config.reportLeaseSeconds,
+      pageSize: config.reportPageSize,
+      publicBaseUrl: () => {
+        const address = app.server.address();
+        return publicBaseUrl(config, typeof address === 'object' && address ? address.port : undefined);
+      },
+    });
+    const quotes = new QuoteService({ db: db.kysely, providers, rails, entities, destinations, ttlSeconds: config.quoteTtlSeconds });
+    const ledger = new LedgerService(db.kysely);
+    const transfers = new TransferService({
+      db: db.kysely,
+      env: config.env,
+      quotes,
+      entities,
+      destinations,
+      events,
+      ledger,
+      idempotency,
+      scheduler: queue,
+      stepDelayMs: (BASE_STEP_SECONDS * 1000) / config.sandboxSpeed,
+    });
+    const funding = new FundingService({
+      db: db.kysely,
+      env: config.env,
+      dataDir: config.dataDir,
+      sessionTtlSeconds: config.fundingSessionTtlSeconds,
+      transfers: () => transfers,
+      log,
+    });
+    transfers.useFunding(funding);
+    const engine = new TransferEngine({ db: db.kysely, env: config.env, transfers, providers, log });
+    const services: Services = { events, webhooks, organizations, users, auth, idempotency, providers, rails, entities, destinations, reports, quotes, ledger, transfers, engine, funding };
+    for (const job of reports.jobs()) queue.define(job);
+
+    for (const job of webhooks.jobs()) queue.define(job);
+    // One queued step per transfer ('short' policy keyed by transfer id): a step enqueues the
+    // next, and the sweep at start (and every minute) revives transfers whose step was lost.
+    queue.define<{ transferId: string }>({
+      name: STEP_JOB,
+      queue: { policy: 'short', expireInSeconds: 120, retryLimit: 10, retryDelay: 2, retryBackoff: true },
+      concurrency: 4,
+      pollingIntervalSeconds: 0.5,
+      handler: async ({ transferId }) => {
+        await engine.step(transferId);
+      },
+    });
+    queue.define({
+      name: 'transfers.sweep',
+      cron: '* * * * *',
+      handler: async () => {
+        await engine.sweep({ idleForMs: 60_000 });
+      },
+    });
+    queue.define({
+      name: 'quotes.expire-options',
+      cron: '* * * * *',
+      handler: async () => {
+        const expired = await quotes.expireOptions();
+        if (expired) log.info({ expired }, 'expired quote options');
+      },
+    });
+    queue.define({
+      name: 'funding.expire-sessions',
+      cron: '* * * * *',
+      handler: async () => {
+        const expired = await funding.expireDueSessions();
+        if (expired) log.info({ expired }, 'expired funding sessions');
+      },
+    });
+    queue.define({
+      name: 'idempotency.prune',
+      cron: '*/15 * * * *',
+      handler: async () => {
+        const removed = await idempotency.prune();
+        if (removed) log.info({ removed }, 'pruned expired idempotency records');
+      },
+    });
+
+    const { app, metrics } = await createHttpApp({
+      logger: log,
+      bodyLimitBytes: config.bodyLimitBytes,
+      trustedProxies: config.trustedProxies,
+      https: options.tls ?? null,
+      openapi: {
+        title: 'Corridor API',
+        version: VERSION,
+        description:
+          'Cross-border payments across fiat rails and blockchains. Every failure is {code, message} (plus details for validation). ' +
+          'Timestamps are ISO 8601 UTC with milliseconds; money is a decimal string at the currency precision.',
+      },
+    });
+    app.addSchema(ErrorBody);
+    const jobQueue = queue;
+    metrics.addGauge('corridor_job_queue_depth', 'Jobs waiting (queued) or running (active), per queue.', ['queue', 'state'], async () =>
+      (await jobQueue.depth()).map((d) => ({ labels: { queue: d.queue, state: d.state }, value: d.count })),
+    );
+
+    installAuthGuard(app, auth, { rateLimitPerMinute: config.rateLimitPerMinute });
+    const database = db;
+    await systemRoutes(app, { ping: () => database.ping(), engine: database.engine, metrics });
+    await authRoutes(app, { auth, signup: config.signup });
+    await userRoutes(app, { users });
+    await eventRoutes(app, { events });
+    await webhookRoutes(app, { webhooks });
+    const railDirectory = rails;
+    await providerRoutes(app, { providers, onStatusChange: () => railDirectory.refresh() });
+    await railRoutes(app, { rails });
+    await entityRoutes(app, { entities });
+    await destinationRoutes(app, { destinations });
+    await quoteRoutes(app, { quotes });
+    await transferRoutes(app, { transfers, engine, env: config.env });
+    await fundingRoutes(app, { funding });
+    await reportRoutes(app, { reports });
+    await app.ready();
+
+    await queue.start({ workers: options.workers !== false });
+    // Transfers whose step was in flight when the last process stopped continue from their last committed step.
+    await engine.sweep();
+    await rails.start();
+    await reports.recoverAtStart();
+
+    if (config.opsEmail && config.opsPassword) await auth.ensureOperator(config.opsEmail, config.opsPassword);
+    const firstOrganization = await auth.bootstrapFirstOrganization();
+
+    const opened = { db, queue, rails, webhooks };
+    let closed = false;
+    return {
+      config,
+      app,
+      db,
+      queue,
+      metrics,
+      services,
+      log,
+      firstOrganization,
+      async close() {
+        if (closed) return;
+        closed = true;
+        await app.close();
+        await opened.rails.stop();
+        await opened.queue.stop();
+        await opened.webhooks.close();
+        await opened.db.close();
+        unlock();
+      },
+    };
+  } catch (err) {
+    await rails?.stop().catch(() => {});
+    await queue?.stop().catch(() => {});
+    await webhooks?.close().catch(() => {});
+    await db?.close().catch(() => {});
+    unlock();
+    throw err;
+  }
+}
