@@ -1,0 +1,149 @@
+// Shared machinery for benchmark scenarios: scratch databases, a real Corridor over HTTPS in a
+// child process, and a bounded closed-loop load generator with latency percentiles.
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { Agent, request } from 'undici';
+
+export interface BenchContext {
+  /** A PostgreSQL URL with rights to create databases. */
+  pgAdminUrl: string;
+  log: (line: string) => void;
+}
+
+export interface BenchResult {
+  title: string;
+  markdown: string;
+}
+
+const ROOT = path.resolve(import.meta.dirname, '..');
+
+/** Creates a scratch database and returns its URL and a drop function. */
+export async function scratchDatabase(adminUrl: string, label: string): Promise<{ url: string; name: string; drop: () => Promise<void> }> {
+  const name = `bench_${label}_${randomBytes(3).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    name,
+    async drop() {
+      const c = new pg.Client({ connectionString: adminUrl });
+      await c.connect();
+      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await c.end();
+    },
+  };
+}
+
+export interface RunningCorridor {
+  baseUrl: string;
+  apiKey: string;
+  ownerEmail: string;
+  ownerPassword: string;
+  dataDir: string;
+  child: ChildProcess;
+  close(): Promise<void>;
+}
+
+/** Starts `node src/main.ts` (the real service, HTTPS) on the given database and waits for its banner. */
+export async function startCorridor(env: Record<string, string>): Promise<RunningCorridor> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'corridor-bench-'));
+  const child = spawn(process.execPath, ['src/main.ts'], {
+    cwd: ROOT,
+    env: { ...process.env, CORRIDOR_PORT: '0', CORRIDOR_DATA_DIR: dataDir, CORRIDOR_LOG_LEVEL: 'warn', CORRIDOR_RATE_LIMIT_PER_MINUTE: '0', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stderr.on('data', (d: Buffer) => process.stderr.write(d));
+  const banner = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`corridor did not start:\n${out}`)), 120_000);
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+      // The banner is written in one piece ending with a blank line.
+      if (/listening on/.test(out) && out.endsWith('\n\n')) {
+        clearTimeout(timer);
+        resolve(out);
+      }
+    });
+    child.on('exit', (code) => reject(new Error(`corridor exited ${code}:\n${out}`)));
+  });
+  const baseUrl = /listening on (https:\/\/\S+)/.exec(banner)![1]!;
+  return {
+    baseUrl,
+    apiKey: /API key:\s+(\S+)/.exec(banner)?.[1] ?? '',
+    ownerEmail: /owner email:\s+(\S+)/.exec(banner)?.[1] ?? '',
+    ownerPassword: /password:\s+(\S+)/.exec(banner)?.[1] ?? '',
+    dataDir,
+    child,
+    async close() {
+      if (child.exitCode === null) {
+        child.kill('SIGTERM');
+        await new Promise((r) => child.once('exit', r));
+      }
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** An HTTPS client that accepts the self-signed sandbox certificate (loopback only). */
+export function insecureAgent(connections = 16): Agent {
+  return new Agent({ connect: { rejectUnauthorized: false }, connections, pipelining: 1 });
+}
+
+export async function call(agent: Agent, baseUrl: string, method: string, urlPath: string, options: { headers?: Record<string, string>; body?: unknown } = {}) {
+  const res = await request(`${baseUrl}${urlPath}`, {
+    method: method as 'GET',
+    dispatcher: agent,
+    headers: { ...(options.body !== undefined ? { 'content-type': 'application/json' } : {}), ...options.headers },
+    ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}),
+  });
+  const text = await res.body.text();
+  return { status: res.statusCode, headers: res.headers, body: text ? (JSON.parse(text)) : null };
+}
+
+export interface LoadResult {
+  requests: number;
+  errors: number;
+  seconds: number;
+  perSecond: number;
+  p50ms: number;
+  p99ms: number;
+}
+
+/**
+ * Runs `operation` from `concurrency` closed-loop workers for `seconds`, then reports the rate
+ * and latency percentiles. An operation that throws counts as an error, not a latency sample.
+ */
+export async function load(concurrency: number, seconds: number, operation: (worker: number, i: number) => Promise<void>): Promise<LoadResult> {
+  const latencies: number[] = [];
+  let errors = 0;
+  const deadline = performance.now() + seconds * 1000;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async (_, worker) => {
+      for (let i = 0; performance.now() < deadline; i++) {
+        const t0 = performance.now();
+        try {
+          await operation(worker, i);
+          latencies.push(performance.now() - t0);
+        } catch {
+          errors++;
+        }
+      }
+    }),
+  );
+  const elapsed = (performance.now() - started) / 1000;
+  latencies.sort((a, b) => a - b);
+  const pct = (p: number) => (latencies.length ? latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))]! : NaN);
+  return { requests: latencies.length, errors, seconds: elapsed, perSecond: latencies.length / elapsed, p50ms: pct(50), p99ms: pct(99) };
+}
+
+export const fmt = (n: number, digits = 1) => (Number.isFinite(n) ? n.toFixed(digits) : 'n/a');

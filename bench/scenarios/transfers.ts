@@ -1,0 +1,125 @@
+// Quote + transfer creation and transfer reads over real HTTPS against a Corridor child process on
+// PostgreSQL. References measured in the same run: pgbench simple-update TPS on the same server
+// (for creation) and the rate of unauthenticated GET /health (for reads).
+import { execFileSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { call, fmt, insecureAgent, load, scratchDatabase, startCorridor } from '../lib.ts';
+import type { BenchContext, BenchResult, LoadResult } from '../lib.ts';
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
+const TARGET_CREATE = 0.25;
+const TARGET_GET = 0.4;
+
+function pgbench(url: string, log: (s: string) => void): number {
+  execFileSync('pgbench', ['-i', '-q', url], { stdio: 'pipe' });
+  const out = execFileSync('pgbench', ['-N', '-T', '10', '-c', '2', url], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  const tps = /tps = ([\d.]+) \(without initial connection time\)/.exec(out)?.[1];
+  if (!tps) throw new Error(`could not read pgbench output:\n${out}`);
+  log(`pgbench -N -T 10 -c 2: ${tps} TPS`);
+  return Number(tps);
+}
+
+const row = (name: string, r: LoadResult) => `| ${name} | ${fmt(r.perSecond)} | ${fmt(r.p50ms, 2)} | ${fmt(r.p99ms, 2)} | ${r.requests} | ${r.errors} |`;
+
+export default async function run(ctx: BenchContext): Promise<BenchResult> {
+  const reference = await scratchDatabase(ctx.pgAdminUrl, 'pgbench');
+  let pgbenchTps: number;
+  try {
+    pgbenchTps = pgbench(reference.url, ctx.log);
+  } finally {
+    await reference.drop();
+  }
+
+  const db = await scratchDatabase(ctx.pgAdminUrl, 'transfers');
+  const corridor = await startCorridor({ DATABASE_URL: db.url });
+  const agent = insecureAgent(CONCURRENCY);
+  try {
+    const base = corridor.baseUrl;
+    const auth = { 'x-api-key': corridor.apiKey };
+    const must = async (method: string, url: string, body?: unknown, headers: Record<string, string> = {}) => {
+      const res = await call(agent, base, method, url, { headers: { ...auth, ...headers }, ...(body === undefined ? {} : { body }) });
+      if (res.status >= 300) throw new Error(`${method} ${url}: ${res.status} ${JSON.stringify(res.body)}`);
+      return res.body;
+    };
+
+    const entity = await must('POST', '/v1/entities', { type: 'INDIVIDUAL', firstName: 'Ada', lastName: 'Lovelace', country: 'US' });
+    const account = await must('POST', '/v1/fiat-accounts', {
+      entityId: entity.id,
+      rail: { country: 'DE', currency: 'EUR', method: 'SEPA' },
+      details: { iban: 'DE89370400440532013000' },
+      beneficiary: { name: 'Hans Muster' },
+      relationship: 'THIRD_PARTY',
+    });
+    const created: string[] = [];
+    const createOne = async () => {
+      const quote = await must('POST', '/v1/quotes', {
+        entityId: entity.id,
+        from: { type: 'FIAT', country: 'US', currency: 'USD', method: 'ACH' },
+        to: { type: 'FIAT', country: 'DE', currency: 'EUR', method: 'SEPA' },
+        amount: `${100 + Math.floor(Math.random() * 900)}.00`,
+        fixedSide: 'FROM',
+        destinationFiatAccountId: account.id,
+      });
+      const transfer = await must(
+        'POST',
+        '/v1/transfers',
+        { quoteOptionId: quote.options[0].id, destination: { type: 'FIAT_ACCOUNT', fiatAccountId: account.id }, entityId: entity.id },
+        { 'idempotency-key': randomUUID() },
+      );
+      created.push(transfer.id as string);
+    };
+
+    // Warm-up of each path (JIT, connection pools, TLS sessions), then the measured runs.
+    await load(CONCURRENCY, 2, createOne);
+    const creation = await load(CONCURRENCY, SECONDS, createOne);
+    ctx.log(`quote+transfer creation: ${fmt(creation.perSecond)}/s p50 ${fmt(creation.p50ms, 2)} ms p99 ${fmt(creation.p99ms, 2)} ms (${creation.errors} errors)`);
+
+    const ids = created.slice();
+    const getOne = async (worker: number, i: number) => {
+      const id = ids[(worker * 7919 + i) % ids.length]!;
+      const res = await call(agent, base, 'GET', `/v1/transfers/${id}`, { headers: auth });
+      if (res.status !== 200) throw new Error(`GET transfer: ${res.status}`);
+    };
+    await load(CONCURRENCY, 2, getOne);
+    const reads = await load(CONCURRENCY, SECONDS, getOne);
+    ctx.log(`GET transfer: ${fmt(reads.perSecond)}/s p50 ${fmt(reads.p50ms, 2)} ms p99 ${fmt(reads.p99ms, 2)} ms (${reads.errors} errors)`);
+
+    const healthOne = async () => {
+      const res = await call(agent, base, 'GET', '/health');
+      if (res.status !== 200) throw new Error(`health: ${res.status}`);
+    };
+    await load(CONCURRENCY, 2, healthOne);
+    const health = await load(CONCURRENCY, SECONDS, healthOne);
+    ctx.log(`GET /health: ${fmt(health.perSecond)}/s p50 ${fmt(health.p50ms, 2)} ms p99 ${fmt(health.p99ms, 2)} ms`);
+
+    const createRatio = creation.perSecond / pgbenchTps;
+    const getRatio = reads.perSecond / health.perSecond;
+    const verdict = (ratio: number, target: number) => `${fmt(ratio * 100)}% (target ≥ ${target * 100}%: ${ratio >= target ? 'met' : 'MISSED'})`;
+    ctx.log(`creation / pgbench: ${verdict(createRatio, TARGET_CREATE)}; GET / health: ${verdict(getRatio, TARGET_GET)}`);
+
+    const markdown = [
+      `One Corridor process (\`node src/main.ts\`, HTTPS with its self-signed certificate) on a scratch PostgreSQL database, driven by ` +
+        `${CONCURRENCY} closed-loop HTTPS clients for ${SECONDS} s per measure after a 2 s warm-up. A creation is \`POST /v1/quotes\` ` +
+        `(USD ACH → EUR SEPA, bound to a saved fiat account) then \`POST /v1/transfers\` with a fresh Idempotency-Key; the sandbox engine ` +
+        `prepares each created transfer on the job queue meanwhile. Reads are \`GET /v1/transfers/{id}\` over the transfers just created ` +
+        `(API key authentication). References in the same run: \`pgbench -i\` then \`pgbench -N -T 10 -c 2\` on a scratch database of the same ` +
+        `server, and unauthenticated \`GET /health\` (one \`select 1\`) at the same concurrency.`,
+      '',
+      '| measure | per second | p50 ms | p99 ms | requests | errors |',
+      '|---|---|---|---|---|---|',
+      row('quote + transfer creation', creation),
+      row('GET /v1/transfers/{id}', reads),
+      row('GET /health (reference)', health),
+      `| pgbench simple-update TPS (reference) | ${fmt(pgbenchTps)} | | | | |`,
+      '',
+      `- creation / pgbench TPS: ${verdict(createRatio, TARGET_CREATE)}`,
+      `- GET transfer / GET /health: ${verdict(getRatio, TARGET_GET)}`,
+    ].join('\n');
+    return { title: 'Quotes and transfers', markdown };
+  } finally {
+    await agent.close();
+    await corridor.close();
+    await db.drop();
+  }
+}
