@@ -126,8 +126,15 @@ export class WebhookRepository {
       .executeTakeFirst();
   }
 
-  async deleteEndpoint(organizationId: string, id: string): Promise<boolean> {
-    const res = await this.#db.deleteFrom('webhook_endpoints').where('organization_id', '=', organizationId).where('id', '=', id).executeTakeFirst();
+  /**
+   * Deletes an endpoint with its deliveries (and their attempts). The deliveries go first, in their
+   * own statement: a delivery job locks its delivery and then the endpoint (failure count), so
+   * taking the endpoint first and its deliveries through the cascade would lock in the opposite
+   * order and deadlock with a job finishing at that moment.
+   */
+  async deleteEndpoint(db: Db, organizationId: string, id: string): Promise<boolean> {
+    await t(db).deleteFrom('webhook_deliveries').where('organization_id', '=', organizationId).where('endpoint_id', '=', id).execute();
+    const res = await t(db).deleteFrom('webhook_endpoints').where('organization_id', '=', organizationId).where('id', '=', id).executeTakeFirst();
     return Number(res.numDeletedRows) > 0;
   }
 

@@ -305,7 +305,8 @@ export class WebhookService {
   }
 
   async deleteEndpoint(organizationId: string, id: string): Promise<void> {
-    if (!(await this.#repo.deleteEndpoint(organizationId, id))) throw notFound('Webhook endpoint');
+    const deleted = await this.#db.transaction().execute((trx) => this.#repo.deleteEndpoint(trx, organizationId, id));
+    if (!deleted) throw notFound('Webhook endpoint');
   }
 
   /**

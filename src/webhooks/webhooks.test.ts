@@ -1,6 +1,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
 import { Webhook } from 'standardwebhooks';
 import { startTestServer } from '../../test/helpers/server.ts';
 import type { TestOrganization, TestServer } from '../../test/helpers/server.ts';
@@ -387,6 +388,38 @@ describe('webhooks', () => {
     await record(org, 'transfer.leg_status_changed');
     const remaining = await t.server.db.kysely.selectFrom('webhook_deliveries').select('id').where('organization_id', '=', org.organizationId).execute();
     assert.equal(remaining.length, 0);
+  });
+
+  // Regression: a delivery job that finished while its endpoint was being deleted deadlocked with
+  // the DELETE (job: delivery, then endpoint; DELETE: endpoint, then its deliveries through the
+  // cascade), and the DELETE answered 500.
+  test('deleting an endpoint while a delivery job is recording its attempt answers 204, and the job commits', { skip: !process.env.TEST_DATABASE_URL && 'needs concurrent transactions (PostgreSQL)' }, async () => {
+    const org = await t.newOrganization();
+    const r = await receiver();
+    const ep = await endpoint(org, r.url);
+    await record(org);
+    const [delivery] = await waitFor('the delivery', async () => {
+      const list = await deliveries(org, ep.id);
+      return list[0]?.status === 'SUCCEEDED' && list;
+    });
+    const db = t.server.db.kysely;
+    const waitingOnALock = async () => {
+      const { rows } = await sql<{ n: string }>`select count(*) as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`.execute(db);
+      return Number(rows[0]!.n) > 0;
+    };
+
+    let deleting: Promise<number> | undefined;
+    await db.transaction().execute(async (trx) => {
+      // What a delivery job's bookkeeping does, in its order: its delivery first, then the endpoint.
+      await trx.updateTable('webhook_deliveries' as any).set({ attempt_count: sql`attempt_count + 1` }).where('id', '=', delivery.id).execute();
+      deleting = t.request('DELETE', `/v1/webhook-endpoints/${ep.id}`, { apiKey: org.apiKey }).then((res) => res.status);
+      await waitFor('the DELETE to wait for the job', waitingOnALock);
+      await trx.updateTable('webhook_endpoints' as any).set({ consecutive_failures: 1 }).where('id', '=', ep.id).execute();
+      // Let the DELETE run into its deadlock check (deadlock_timeout is 1 s) if it is going to.
+      await new Promise((done) => setTimeout(done, 1200));
+    });
+    assert.equal(await deleting, 204);
+    assert.equal((await t.request('GET', `/v1/webhook-endpoints/${ep.id}`, { apiKey: org.apiKey })).status, 404);
   });
 
   test('finished deliveries are forgotten after 30 days; pending ones are kept', async () => {
