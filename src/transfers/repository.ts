@@ -42,7 +42,8 @@ export interface TransferRow {
   funds_received_at: Date | null;
   reviewed_at: Date | null;
   /** The API representation, kept in step with every change (see migration 6). */
-  api_view: Record<string, unknown> | null;
+  /** The transfer as the API shows it, as JSON text (what GET sends); null on rows written by other means. */
+  api_view: string | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -144,7 +145,7 @@ export class TransferRepository {
   constructor(db: Kysely<any>) {
     this.#db = db;
     // Built once: GET /v1/transfers/{id} runs nothing else, and building the query cost as much as sending it.
-    const view = this.#db.selectFrom('transfers').select([sql<string | null>`api_view::text`.as('view'), 'status', 'organization_id']).where('id', '=', '');
+    const view = this.#db.selectFrom('transfers').select([sql<string | null>`api_view`.as('view'), 'status', 'organization_id']).where('id', '=', '');
     this.#viewSql = { any: view.compile().sql, own: view.where('organization_id', '=', '').compile().sql };
   }
 
@@ -163,7 +164,7 @@ export class TransferRepository {
       to_rail: JSON.stringify(transfer.to_rail) as never,
       payment_references: jsonOrNull(transfer.payment_references),
       destination_snapshot: JSON.stringify(transfer.destination_snapshot) as never,
-      api_view: jsonOrNull(transfer.api_view),
+      api_view: transfer.api_view,
     };
     const legRows = legs.map((l) => ({ ...l, rail: jsonOrNull(l.rail), created_at: createdAt, updated_at: createdAt }));
     // Data-modifying CTEs all run, in one round trip; a conflict on quote_option_id fails the whole statement.
@@ -234,11 +235,10 @@ export class TransferRepository {
    * change does both, and a round trip each was a third of a change's statements).
    */
   async updateWithTimeline(trx: Transaction<any>, id: string, patch: Partial<Omit<TransferRow, 'id' | 'organization_id' | 'created_at'>>, item: NewTimelineRow, at: Date): Promise<TransferRow> {
-    const values = 'api_view' in patch ? { ...patch, api_view: jsonOrNull(patch.api_view) } : patch;
     return (trx as Transaction<Tables>)
       .with('timeline_item', (qb) => qb.insertInto('transfer_events').values({ ...item, occurred_at: at }).returning('id'))
       .updateTable('transfers')
-      .set(values as never)
+      .set(patch as never)
       .where('id', '=', id)
       .returningAll()
       .executeTakeFirstOrThrow();

@@ -312,7 +312,7 @@ export class TransferService {
     };
     const view = toTransfer(full, null);
     try {
-      await this.#repo.insert(trx, { ...row, api_view: view }, legs, first, createdAt);
+      await this.#repo.insert(trx, { ...row, api_view: JSON.stringify(view) }, legs, first, createdAt);
     } catch (err) {
       // The UNIQUE on quote_option_id: another request (under another key) won the option.
       if ((err as { code?: string }).code === '23505') throw quoteOptionUsed();
@@ -394,7 +394,7 @@ export class TransferService {
     for (const leg of legs) byTransfer.set(leg.transfer_id, [...(byTransfer.get(leg.transfer_id) ?? []), leg]);
     const items = rows.map((r) => {
       if (r.api_view) {
-        const { timeline: _timeline, ...summary } = r.api_view as Transfer;
+        const { timeline: _timeline, ...summary } = JSON.parse(r.api_view) as Transfer;
         return { ...summary, createdAt: r.created_at };
       }
       return { ...toSummary({ ...r, legs: byTransfer.get(r.id) ?? [], timeline: [] }), createdAt: r.created_at };
@@ -763,12 +763,12 @@ function toSummary(row: TransferDetailRow): TransferSummary {
  * leg replaced, the new timeline item appended. Null when the row had no view (it is then built
  * from the tables on read).
  */
-function nextView(row: TransferRow, changedLeg: LegRow | null, item: NewTimelineRow, at: Date): Record<string, unknown> | null {
-  const previous = row.api_view as Transfer | null;
-  if (!previous) return null;
+function nextView(row: TransferRow, changedLeg: LegRow | null, item: NewTimelineRow, at: Date): string | null {
+  if (!row.api_view) return null;
+  const previous = JSON.parse(row.api_view) as Transfer;
   const { legs: _legs, timeline: _timeline, ...top } = toTransfer({ ...row, legs: [], timeline: [] }, null);
   const legs = changedLeg ? previous.legs.map((l) => (l.position === changedLeg.position ? toLeg(changedLeg) : l)) : previous.legs;
-  return { ...top, legs, timeline: [...previous.timeline, toTimelineItem({ ...item, occurred_at: at })] };
+  return JSON.stringify({ ...top, legs, timeline: [...previous.timeline, toTimelineItem({ ...item, occurred_at: at })] });
 }
 
 export function toTransfer(row: TransferDetailRow, instructions: object | null): Transfer {
