@@ -21,6 +21,8 @@ export interface ApiKeyRow {
 }
 
 /** What authenticating an API key needs of it (only these columns are read on every request). */
+const words = (joined: string): string[] => (joined ? joined.split(' ') : []);
+
 export type ApiKeyCredential = Pick<ApiKeyRow, 'id' | 'organization_id' | 'scopes' | 'secret_hash' | 'revoked_at'> & { organization_features: string[] };
 
 export interface SigningKeyRow {
@@ -46,7 +48,16 @@ export class AuthRepository {
     this.#findByLookupSql = (db as unknown as Kysely<Tables & { organizations: { id: string; features: string[] } }>)
       .selectFrom('api_keys')
       .innerJoin('organizations', 'organizations.id', 'api_keys.organization_id')
-      .select(['api_keys.id', 'api_keys.organization_id', 'api_keys.scopes', 'api_keys.secret_hash', 'api_keys.revoked_at', 'organizations.features as organization_features'])
+      // Scopes and features are fixed words without spaces; joined here, a split reads them for a
+      // fraction of what parsing two Postgres array literals on every request cost.
+      .select((eb) => [
+        'api_keys.id',
+        'api_keys.organization_id',
+        sql<string>`array_to_string(${eb.ref('api_keys.scopes')}, ' ')`.as('scopes'),
+        'api_keys.secret_hash',
+        'api_keys.revoked_at',
+        sql<string>`array_to_string(${eb.ref('organizations.features')}, ' ')`.as('organization_features'),
+      ])
       .where('api_keys.lookup_id', '=', '')
       .compile().sql;
   }
@@ -60,8 +71,11 @@ export class AuthRepository {
    * request, and a second lookup for the organization doubled the cost of a cheap GET.
    */
   async findApiKeyByLookup(lookupId: string): Promise<ApiKeyCredential | undefined> {
-    const { rows } = await this.#db.executeQuery<ApiKeyCredential>(CompiledQuery.raw(this.#findByLookupSql, [lookupId]));
-    return rows[0];
+    const { rows } = await this.#db.executeQuery<Omit<ApiKeyCredential, 'scopes' | 'organization_features'> & { scopes: string; organization_features: string }>(
+      CompiledQuery.raw(this.#findByLookupSql, [lookupId]),
+    );
+    const row = rows[0];
+    return row && { ...row, scopes: words(row.scopes), organization_features: words(row.organization_features) };
   }
 
   async listApiKeys(organizationId: string): Promise<ApiKeyRow[]> {
