@@ -109,6 +109,17 @@ export async function call(agent: Agent, baseUrl: string, method: string, urlPat
   return { status: res.statusCode, headers: res.headers, body: text ? (JSON.parse(text)) : null };
 }
 
+/**
+ * A measured read: the status and the whole body received (so the server's work is all counted),
+ * without parsing it, as a load generator such as wrk does. Used for every timed read loop and its
+ * reference alike, so parsing on the client side weighs on neither.
+ */
+export async function hit(agent: Agent, baseUrl: string, urlPath: string, headers: Record<string, string> = {}): Promise<number> {
+  const res = await request(`${baseUrl}${urlPath}`, { method: 'GET', dispatcher: agent, headers });
+  await res.body.arrayBuffer();
+  return res.statusCode;
+}
+
 export interface LoadResult {
   requests: number;
   errors: number;
@@ -118,13 +129,15 @@ export interface LoadResult {
   p99ms: number;
 }
 
-/**
- * Runs `operation` from `concurrency` closed-loop workers for `seconds`, then reports the rate
- * and latency percentiles. An operation that throws counts as an error, not a latency sample.
- */
-export async function load(concurrency: number, seconds: number, operation: (worker: number, i: number) => Promise<void>): Promise<LoadResult> {
-  const latencies: number[] = [];
-  let errors = 0;
+type Operation = (worker: number, i: number) => Promise<void>;
+
+interface Slice {
+  latencies: number[];
+  errors: number;
+  seconds: number;
+}
+
+async function runSlice(concurrency: number, seconds: number, operation: Operation, into: Slice): Promise<void> {
   const deadline = performance.now() + seconds * 1000;
   const started = performance.now();
   await Promise.all(
@@ -133,17 +146,43 @@ export async function load(concurrency: number, seconds: number, operation: (wor
         const t0 = performance.now();
         try {
           await operation(worker, i);
-          latencies.push(performance.now() - t0);
+          into.latencies.push(performance.now() - t0);
         } catch {
-          errors++;
+          into.errors++;
         }
       }
     }),
   );
-  const elapsed = (performance.now() - started) / 1000;
-  latencies.sort((a, b) => a - b);
+  into.seconds += (performance.now() - started) / 1000;
+}
+
+function summarize(slice: Slice): LoadResult {
+  const latencies = slice.latencies.sort((a, b) => a - b);
   const pct = (p: number) => (latencies.length ? latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))]! : NaN);
-  return { requests: latencies.length, errors, seconds: elapsed, perSecond: latencies.length / elapsed, p50ms: pct(50), p99ms: pct(99) };
+  return { requests: latencies.length, errors: slice.errors, seconds: slice.seconds, perSecond: latencies.length / slice.seconds, p50ms: pct(50), p99ms: pct(99) };
+}
+
+/**
+ * Runs `operation` from `concurrency` closed-loop workers for `seconds`, then reports the rate
+ * and latency percentiles. An operation that throws counts as an error, not a latency sample.
+ */
+export async function load(concurrency: number, seconds: number, operation: Operation): Promise<LoadResult> {
+  const slice: Slice = { latencies: [], errors: 0, seconds: 0 };
+  await runSlice(concurrency, seconds, operation, slice);
+  return summarize(slice);
+}
+
+/**
+ * Measures a path and its reference in alternating slices (`rounds` of each, `seconds` in all per
+ * operation), so that load from elsewhere on a shared machine, which comes and goes over seconds,
+ * falls on both alike instead of on whichever happened to run at that moment.
+ */
+export async function loadInterleaved(concurrency: number, seconds: number, rounds: number, operations: Operation[]): Promise<LoadResult[]> {
+  const slices: Slice[] = operations.map(() => ({ latencies: [], errors: 0, seconds: 0 }));
+  for (let r = 0; r < rounds; r++) {
+    for (const [k, operation] of operations.entries()) await runSlice(concurrency, seconds / rounds, operation, slices[k]!);
+  }
+  return slices.map(summarize);
 }
 
 export const fmt = (n: number, digits = 1) => (Number.isFinite(n) ? n.toFixed(digits) : 'n/a');

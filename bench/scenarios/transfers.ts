@@ -3,11 +3,13 @@
 // (for creation) and the rate of unauthenticated GET /health (for reads).
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { call, fmt, insecureAgent, load, scratchDatabase, startCorridor } from '../lib.ts';
+import pg from 'pg';
+import { call, fmt, hit, insecureAgent, load, loadInterleaved, scratchDatabase, startCorridor } from '../lib.ts';
 import type { BenchContext, BenchResult, LoadResult } from '../lib.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
+const ROUNDS = 5;
 const TARGET_CREATE = 0.25;
 const TARGET_GET = 0.4;
 
@@ -18,6 +20,24 @@ function pgbench(url: string, log: (s: string) => void): number {
   if (!tps) throw new Error(`could not read pgbench output:\n${out}`);
   log(`pgbench -N -T 10 -c 2: ${tps} TPS`);
   return Number(tps);
+}
+
+/** How the processes reach PostgreSQL: a same-host deployment would use the Unix socket. */
+function describeConnection(url: string): string {
+  const parsed = new URL(url);
+  const socket = parsed.searchParams.get('host');
+  return socket?.startsWith('/') ? `the server's Unix socket (${socket})` : `TCP to ${parsed.host}`;
+}
+
+async function settle(url: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query('VACUUM ANALYZE');
+    await client.query('CHECKPOINT');
+  } finally {
+    await client.end();
+  }
 }
 
 const row = (name: string, r: LoadResult) => `| ${name} | ${fmt(r.perSecond)} | ${fmt(r.p50ms, 2)} | ${fmt(r.p99ms, 2)} | ${r.requests} | ${r.errors} |`;
@@ -75,22 +95,25 @@ export default async function run(ctx: BenchContext): Promise<BenchResult> {
     const creation = await load(CONCURRENCY, SECONDS, createOne);
     ctx.log(`quote+transfer creation: ${fmt(creation.perSecond)}/s p50 ${fmt(creation.p50ms, 2)} ms p99 ${fmt(creation.p99ms, 2)} ms (${creation.errors} errors)`);
 
+    // What the write phase leaves behind (autovacuum of the new rows, dirty buffers for the next
+    // checkpoint) is done now, as pgbench vacuums before it measures, so it does not land on
+    // whichever read slices happen to run while it does.
+    await settle(db.url);
+
     const ids = created.slice();
     const getOne = async (worker: number, i: number) => {
       const id = ids[(worker * 7919 + i) % ids.length]!;
-      const res = await call(agent, base, 'GET', `/v1/transfers/${id}`, { headers: auth });
-      if (res.status !== 200) throw new Error(`GET transfer: ${res.status}`);
+      const status = await hit(agent, base, `/v1/transfers/${id}`, auth);
+      if (status !== 200) throw new Error(`GET transfer: ${status}`);
+    };
+    const healthOne = async () => {
+      const status = await hit(agent, base, '/health');
+      if (status !== 200) throw new Error(`health: ${status}`);
     };
     await load(CONCURRENCY, 2, getOne);
-    const reads = await load(CONCURRENCY, SECONDS, getOne);
-    ctx.log(`GET transfer: ${fmt(reads.perSecond)}/s p50 ${fmt(reads.p50ms, 2)} ms p99 ${fmt(reads.p99ms, 2)} ms (${reads.errors} errors)`);
-
-    const healthOne = async () => {
-      const res = await call(agent, base, 'GET', '/health');
-      if (res.status !== 200) throw new Error(`health: ${res.status}`);
-    };
     await load(CONCURRENCY, 2, healthOne);
-    const health = await load(CONCURRENCY, SECONDS, healthOne);
+    const [reads, health] = (await loadInterleaved(CONCURRENCY, SECONDS, ROUNDS, [getOne, healthOne])) as [LoadResult, LoadResult];
+    ctx.log(`GET transfer: ${fmt(reads.perSecond)}/s p50 ${fmt(reads.p50ms, 2)} ms p99 ${fmt(reads.p99ms, 2)} ms (${reads.errors} errors)`);
     ctx.log(`GET /health: ${fmt(health.perSecond)}/s p50 ${fmt(health.p50ms, 2)} ms p99 ${fmt(health.p99ms, 2)} ms`);
 
     const createRatio = creation.perSecond / pgbenchTps;
@@ -104,7 +127,10 @@ export default async function run(ctx: BenchContext): Promise<BenchResult> {
         `(USD ACH → EUR SEPA, bound to a saved fiat account) then \`POST /v1/transfers\` with a fresh Idempotency-Key; the sandbox engine ` +
         `prepares each created transfer on the job queue meanwhile. Reads are \`GET /v1/transfers/{id}\` over the transfers just created ` +
         `(API key authentication). References in the same run: \`pgbench -i\` then \`pgbench -N -T 10 -c 2\` on a scratch database of the same ` +
-        `server, and unauthenticated \`GET /health\` (one \`select 1\`) at the same concurrency.`,
+        `server, and unauthenticated \`GET /health\` (one \`select 1\`) at the same concurrency. Reads and their reference run in ${ROUNDS} ` +
+        `alternating slices each (so load from elsewhere on the machine falls on both alike), and the client receives each body whole ` +
+        `without parsing it, as wrk would. Before the reads, the database is vacuumed and checkpointed (as pgbench does before it measures), so ` +
+        `the write phase's after-effects land on no read slice. Database connections use ${describeConnection(ctx.pgAdminUrl)}.`,
       '',
       '| measure | per second | p50 ms | p99 ms | requests | errors |',
       '|---|---|---|---|---|---|',
