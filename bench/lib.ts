@@ -129,6 +129,53 @@ export interface LoadResult {
   p99ms: number;
 }
 
+/** CPU seconds used so far: the whole machine (all CPUs, busy time), one process, and every PostgreSQL process. */
+export interface CpuReading {
+  machine: number;
+  corridor: number;
+  postgres: number;
+}
+
+const TICKS_PER_SECOND = 100; // USER_HZ on Linux
+
+/** A process's own CPU ticks, and those of its children that exited and were waited for. */
+function processTicks(pid: string): { comm: string; ticks: number; children: number } | null {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return {
+      comm: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')),
+      ticks: Number(fields[11]) + Number(fields[12]),
+      children: Number(fields[13]) + Number(fields[14]),
+    };
+  } catch {
+    return null; // exited between the listing and the read
+  }
+}
+
+/** Reads /proc (Linux); null elsewhere, and the scenario then leaves the CPU columns out. */
+export function readCpu(corridorPid: number | undefined): CpuReading | null {
+  if (!fs.existsSync('/proc/stat')) return null;
+  const [, ...counters] = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/);
+  const values = counters.map(Number);
+  const idle = values[3]! + values[4]!;
+  const machine = values.slice(0, 8).reduce((a, b) => a + b, 0) - idle;
+  let postgres = 0;
+  for (const pid of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    const p = processTicks(pid);
+    // Backends that ended (pgbench's, at its exit) count through the postmaster that reaped them.
+    if (p?.comm === 'postgres') postgres += p.ticks + p.children;
+  }
+  const corridor = corridorPid === undefined ? 0 : (processTicks(String(corridorPid))?.ticks ?? 0);
+  return { machine: machine / TICKS_PER_SECOND, corridor: corridor / TICKS_PER_SECOND, postgres: postgres / TICKS_PER_SECOND };
+}
+
+export function cpuBetween(before: CpuReading | null, after: CpuReading | null): CpuReading | null {
+  if (!before || !after) return null;
+  return { machine: after.machine - before.machine, corridor: after.corridor - before.corridor, postgres: after.postgres - before.postgres };
+}
+
 type Operation = (worker: number, i: number) => Promise<void>;
 
 interface Slice {

@@ -4,8 +4,8 @@
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
-import { call, fmt, hit, insecureAgent, load, loadInterleaved, scratchDatabase, startCorridor } from '../lib.ts';
-import type { BenchContext, BenchResult, LoadResult } from '../lib.ts';
+import { call, cpuBetween, fmt, hit, insecureAgent, load, loadInterleaved, readCpu, scratchDatabase, startCorridor } from '../lib.ts';
+import type { BenchContext, BenchResult, CpuReading, LoadResult } from '../lib.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
@@ -13,13 +13,16 @@ const ROUNDS = 5;
 const TARGET_CREATE = 0.25;
 const TARGET_GET = 0.4;
 
-function pgbench(url: string, log: (s: string) => void): number {
+function pgbench(url: string, log: (s: string) => void): { tps: number; cpu: CpuReading | null; transactions: number } {
   execFileSync('pgbench', ['-i', '-q', url], { stdio: 'pipe' });
+  const before = readCpu(undefined);
   const out = execFileSync('pgbench', ['-N', '-T', '10', '-c', '2', url], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  const cpu = cpuBetween(before, readCpu(undefined));
   const tps = /tps = ([\d.]+) \(without initial connection time\)/.exec(out)?.[1];
-  if (!tps) throw new Error(`could not read pgbench output:\n${out}`);
+  const transactions = /number of transactions actually processed: (\d+)/.exec(out)?.[1];
+  if (!tps || !transactions) throw new Error(`could not read pgbench output:\n${out}`);
   log(`pgbench -N -T 10 -c 2: ${tps} TPS`);
-  return Number(tps);
+  return { tps: Number(tps), cpu, transactions: Number(transactions) };
 }
 
 /** How the processes reach PostgreSQL: a same-host deployment would use the Unix socket. */
@@ -40,13 +43,35 @@ async function settle(url: string): Promise<void> {
   }
 }
 
+const ms = (seconds: number, count: number) => fmt((seconds * 1000) / count, 2);
+
+/**
+ * Where a creation's cost goes, next to a pgbench transaction's: CPU time per operation from
+ * /proc over each measured phase (the whole machine, and its PostgreSQL and Corridor processes).
+ */
+function cpuTable(reference: { cpu: CpuReading | null; transactions: number }, creation: CpuReading | null, creations: number): string[] {
+  if (!reference.cpu || !creation) return [];
+  return [
+    '',
+    'CPU time per operation over each measured phase (from /proc; "machine" is every process on both vCPUs, the load generators included):',
+    '',
+    '| operation | machine ms | PostgreSQL ms | Corridor process ms |',
+    '|---|---|---|---|',
+    `| pgbench simple-update transaction | ${ms(reference.cpu.machine, reference.transactions)} | ${ms(reference.cpu.postgres, reference.transactions)} | |`,
+    `| quote + transfer creation | ${ms(creation.machine, creations)} | ${ms(creation.postgres, creations)} | ${ms(creation.corridor, creations)} |`,
+  ];
+}
+
 const row = (name: string, r: LoadResult) => `| ${name} | ${fmt(r.perSecond)} | ${fmt(r.p50ms, 2)} | ${fmt(r.p99ms, 2)} | ${r.requests} | ${r.errors} |`;
 
 export default async function run(ctx: BenchContext): Promise<BenchResult> {
   const reference = await scratchDatabase(ctx.pgAdminUrl, 'pgbench');
   let pgbenchTps: number;
+  let pgbenchCpu: { cpu: CpuReading | null; transactions: number };
   try {
-    pgbenchTps = pgbench(reference.url, ctx.log);
+    const measured = pgbench(reference.url, ctx.log);
+    pgbenchTps = measured.tps;
+    pgbenchCpu = measured;
   } finally {
     await reference.drop();
   }
@@ -92,7 +117,9 @@ export default async function run(ctx: BenchContext): Promise<BenchResult> {
 
     // Warm-up of each path (JIT, connection pools, TLS sessions), then the measured runs.
     await load(CONCURRENCY, 2, createOne);
+    const cpuBefore = readCpu(corridor.child.pid);
     const creation = await load(CONCURRENCY, SECONDS, createOne);
+    const creationCpu = cpuBetween(cpuBefore, readCpu(corridor.child.pid));
     ctx.log(`quote+transfer creation: ${fmt(creation.perSecond)}/s p50 ${fmt(creation.p50ms, 2)} ms p99 ${fmt(creation.p99ms, 2)} ms (${creation.errors} errors)`);
 
     // What the write phase leaves behind (autovacuum of the new rows, dirty buffers for the next
@@ -141,6 +168,7 @@ export default async function run(ctx: BenchContext): Promise<BenchResult> {
       '',
       `- creation / pgbench TPS: ${verdict(createRatio, TARGET_CREATE)}`,
       `- GET transfer / GET /health: ${verdict(getRatio, TARGET_GET)}`,
+      ...cpuTable(pgbenchCpu, creationCpu, creation.requests),
     ].join('\n');
     return { title: 'Quotes and transfers', markdown };
   } finally {
