@@ -173,10 +173,14 @@ export async function createServer(config: Config, options: ServerOptions = {}):
     for (const job of webhooks.jobs()) queue.define(job);
     // One queued step per transfer ('short' policy keyed by transfer id): a step enqueues the
     // next, and the sweep at start (and every minute) revives transfers whose step was lost.
+    // Fetched in batches, fetching again at once while batches come back full: one job per
+    // fetch held the engine to 4 workers x 1 step per polling interval (8 steps/s) however many
+    // transfers were due.
     queue.define<{ transferId: string }>({
       name: STEP_JOB,
       queue: { policy: 'short', expireInSeconds: 120, retryLimit: 10, retryDelay: 2, retryBackoff: true },
-      concurrency: 4,
+      concurrency: 2,
+      batchSize: 25,
       pollingIntervalSeconds: 0.5,
       handler: async ({ transferId }) => {
         await engine.step(transferId);
