@@ -32,6 +32,24 @@ function describeConnection(url: string): string {
   return socket?.startsWith('/') ? `the server's Unix socket (${socket})` : `TCP to ${parsed.host}`;
 }
 
+/** Waits until the sandbox engine has prepared every created transfer; how many were left, and how long it took. */
+async function drainSetup(url: string): Promise<{ backlog: number; seconds: number }> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const waiting = async () => Number((await client.query<{ n: string }>("select count(*) as n from transfers where status = 'PENDING_SETUP'")).rows[0]!.n);
+    const started = performance.now();
+    const backlog = await waiting();
+    for (let left = backlog; left > 0; left = await waiting()) {
+      if (performance.now() - started > 300_000) throw new Error(`the engine left ${left} transfers in PENDING_SETUP for 5 minutes`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    return { backlog, seconds: (performance.now() - started) / 1000 };
+  } finally {
+    await client.end();
+  }
+}
+
 async function settle(url: string): Promise<void> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
@@ -116,11 +134,14 @@ export default async function run(ctx: BenchContext): Promise<BenchResult> {
     };
 
     // Warm-up of each path (JIT, connection pools, TLS sessions), then the measured runs.
-    await load(CONCURRENCY, 2, createOne);
+    const warmup = (await load(CONCURRENCY, 2, createOne)).requests;
     const cpuBefore = readCpu(corridor.child.pid);
     const creation = await load(CONCURRENCY, SECONDS, createOne);
     const creationCpu = cpuBetween(cpuBefore, readCpu(corridor.child.pid));
     ctx.log(`quote+transfer creation: ${fmt(creation.perSecond)}/s p50 ${fmt(creation.p50ms, 2)} ms p99 ${fmt(creation.p99ms, 2)} ms (${creation.errors} errors)`);
+
+    const drain = await drainSetup(db.url);
+    ctx.log(`engine: ${drain.backlog} transfers still in PENDING_SETUP when creation stopped, all prepared ${fmt(drain.seconds, 2)} s later`);
 
     // What the write phase leaves behind (autovacuum of the new rows, dirty buffers for the next
     // checkpoint) is done now, as pgbench vacuums before it measures, so it does not land on
@@ -168,6 +189,8 @@ export default async function run(ctx: BenchContext): Promise<BenchResult> {
       '',
       `- creation / pgbench TPS: ${verdict(createRatio, TARGET_CREATE)}`,
       `- GET transfer / GET /health: ${verdict(getRatio, TARGET_GET)}`,
+      `- sandbox engine: ${drain.backlog} of the ${creation.requests + warmup} transfers created were still in PENDING_SETUP when creation stopped; ` +
+        `it had prepared them all ${fmt(drain.seconds, 2)} s later (it prepares transfers while they are being created, on the same two vCPUs).`,
       ...cpuTable(pgbenchCpu, creationCpu, creation.requests),
     ].join('\n');
     return { title: 'Quotes and transfers', markdown };
