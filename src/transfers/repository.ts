@@ -108,7 +108,8 @@ export interface TransferDetailRow extends TransferRow {
 }
 
 export interface TransferFilter {
-  organizationId: string;
+  /** Null: every organization's (operators only). */
+  organizationId: string | null;
   status?: TransferStatus | undefined;
   entityId?: string | undefined;
   createdFrom?: string | undefined;
@@ -245,7 +246,8 @@ export class TransferRepository {
   }
 
   async list(filter: TransferFilter, limit: number, cursor: Cursor | null): Promise<{ rows: TransferRow[]; total: number }> {
-    let base = this.#db.selectFrom('transfers').where('organization_id', '=', filter.organizationId);
+    let base = this.#db.selectFrom('transfers');
+    if (filter.organizationId !== null) base = base.where('organization_id', '=', filter.organizationId);
     if (filter.status) base = base.where('status', '=', filter.status);
     if (filter.entityId) base = base.where('entity_id', '=', filter.entityId);
     if (filter.createdFrom) base = base.where('created_at', '>=', new Date(filter.createdFrom));

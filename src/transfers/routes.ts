@@ -6,7 +6,7 @@ import { errorResponses } from '../platform/http/schemas.ts';
 import { requireIdempotencyKey } from '../platform/idempotency.ts';
 import { principalOf } from '../auth/guard.ts';
 import type { Environment } from '../platform/config.ts';
-import { CreateTransferBody, FundBody, ReviewBody, Transfer, TransferList, TransferListQuery, TransferParams } from './schemas.ts';
+import { CreateTransferBody, FundBody, OpsTransferList, OpsTransferListQuery, ReviewBody, Transfer, TransferList, TransferListQuery, TransferParams } from './schemas.ts';
 import type { TransferBody, TransferService } from './service.ts';
 import type { FastifyReply } from 'fastify';
 import type { TransferEngine } from './execution.ts';
@@ -117,6 +117,20 @@ export async function transferRoutes(app: App, deps: { transfers: TransferServic
       handler: async (request, reply) => send(reply, await engine.advance(principalOf(request).organizationId, request.params.transferId)),
     });
   }
+
+  app.get('/v1/ops/transfers', {
+    config: { auth: 'bearer', ops: true },
+    schema: {
+      tags: ['Operations'],
+      summary: 'The review queue: transfers in one status across organizations',
+      description:
+        'IN_REVIEW unless `status` says otherwise, oldest first (the longest waiting on top), paged with a cursor; ' +
+        '`organizationId` narrows it to one organization. Each item is the transfer as GET /v1/transfers lists it, with its organizationId.',
+      querystring: OpsTransferListQuery,
+      response: { 200: OpsTransferList, ...errorResponses(400, 401, 403, 422, 500) },
+    },
+    handler: async (request) => transfers.listForReview(request.query),
+  });
 
   for (const decision of ['approve', 'reject'] as const) {
     app.post(`/v1/ops/transfers/:transferId/${decision}`, {

@@ -184,6 +184,20 @@ export const TransferListQuery = Type.Object(
 );
 export type TransferListQuery = Static<typeof TransferListQuery>;
 
+export const OpsTransferListQuery = Type.Object(
+  {
+    ...PageQuery,
+    status: Type.Optional(StringEnum(TRANSFER_STATUSES, { description: 'Default IN_REVIEW: the review queue' })),
+    organizationId: Type.Optional(Type.String({ format: 'uuid', description: "Only this organization's transfers" })),
+  },
+  { additionalProperties: false },
+);
+export type OpsTransferListQuery = Static<typeof OpsTransferListQuery>;
+
+/** What the operator sees in the queue: the transfer as listed, and the organization it belongs to. */
+export const OpsTransferSummary = Type.Object({ ...TransferSummary.properties, organizationId: Uuid }, { title: 'OpsTransferSummary', additionalProperties: false });
+export const OpsTransferList = ListOf(OpsTransferSummary, 'OpsTransferList');
+
 // Not format-checked: an id that is not a transfer of yours answers 404 whatever its shape.
 export const TransferParams = Type.Object({ transferId: Type.String({ minLength: 1, maxLength: 100 }) }, { additionalProperties: false });
 

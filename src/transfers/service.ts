@@ -20,8 +20,8 @@ import type { QuoteOptionForTransfer } from '../quotes/service.ts';
 import type { DestinationSnapshot } from '../destinations/service.ts';
 import type { Actor, FundableTransfer, FundingService } from '../funding/service.ts';
 import { TransferRepository } from './repository.ts';
-import type { LegRow, NewLeg, NewTimelineRow, SandboxOutcome, TimelineRow, TransferDetailRow, TransferRow } from './repository.ts';
-import type { CreateTransferBody, Transfer, TransferListQuery, TransferSummary } from './schemas.ts';
+import type { LegRow, NewLeg, NewTimelineRow, SandboxOutcome, TimelineRow, TransferDetailRow, TransferFilter, TransferRow } from './repository.ts';
+import type { CreateTransferBody, OpsTransferListQuery, Transfer, TransferListQuery, TransferSummary } from './schemas.ts';
 import { CANCELABLE, LEG_MOVES, blockingPartyOf, firstStage, isLegTerminal, isTerminal, refuseMove } from './state-machine.ts';
 import type { TransferStatus } from './state-machine.ts';
 
@@ -381,23 +381,29 @@ export class TransferService {
   }
 
   async list(organizationId: string, query: TransferListQuery): Promise<{ data: TransferSummary[]; meta: { total: number; nextCursor: string | null } }> {
-    const limit = query.limit ?? 25;
-    const { rows, total } = await this.#repo.list(
-      { organizationId, status: query.status, entityId: query.entityId, createdFrom: query.createdFrom, createdTo: query.createdTo },
-      limit,
-      decodeCursor(query.cursor),
-    );
+    const filter = { organizationId, status: query.status, entityId: query.entityId, createdFrom: query.createdFrom, createdTo: query.createdTo };
+    const { data, meta } = await this.#page(filter, query.limit ?? 25, query.cursor);
+    return { data: data.map(({ organizationId: _org, ...summary }) => summary), meta };
+  }
+
+  /** The operators' queue: one status (IN_REVIEW unless asked otherwise) across organizations, oldest first. */
+  async listForReview(query: OpsTransferListQuery): Promise<{ data: Array<TransferSummary & { organizationId: string }>; meta: { total: number; nextCursor: string | null } }> {
+    const filter = { organizationId: query.organizationId ?? null, status: query.status ?? 'IN_REVIEW' };
+    return this.#page(filter, query.limit ?? 25, query.cursor);
+  }
+
+  async #page(filter: TransferFilter, limit: number, cursor: string | undefined) {
+    const { rows, total } = await this.#repo.list(filter, limit, decodeCursor(cursor));
     const page = rows.slice(0, limit);
     const missing = page.filter((r) => !r.api_view).map((r) => r.id);
     const legs = await this.#repo.legsOf(missing);
     const byTransfer = new Map<string, LegRow[]>();
     for (const leg of legs) byTransfer.set(leg.transfer_id, [...(byTransfer.get(leg.transfer_id) ?? []), leg]);
     const items = rows.map((r) => {
-      if (r.api_view) {
-        const { timeline: _timeline, ...summary } = JSON.parse(r.api_view) as Transfer;
-        return { ...summary, createdAt: r.created_at };
-      }
-      return { ...toSummary({ ...r, legs: byTransfer.get(r.id) ?? [], timeline: [] }), createdAt: r.created_at };
+      const summary: TransferSummary = r.api_view
+        ? withoutTimeline(JSON.parse(r.api_view) as Transfer)
+        : toSummary({ ...r, legs: byTransfer.get(r.id) ?? [], timeline: [] });
+      return { ...summary, organizationId: r.organization_id, createdAt: r.created_at };
     });
     const { page: data, nextCursor } = pageOf(items, limit);
     return { data: data.map(({ createdAt, ...rest }) => ({ ...rest, createdAt: iso(createdAt) })), meta: { total, nextCursor } };
@@ -713,6 +719,12 @@ function toTimelineItem(e: Pick<TimelineRow, 'kind' | 'from_status' | 'to_status
     version: e.version,
     occurredAt: iso(e.occurred_at),
   };
+}
+
+/** The stored view as listed: lists leave the timeline out. */
+function withoutTimeline(view: Transfer): TransferSummary {
+  const { timeline: _timeline, ...summary } = view;
+  return summary;
 }
 
 function toSummary(row: TransferDetailRow): TransferSummary {

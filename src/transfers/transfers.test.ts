@@ -270,6 +270,58 @@ describe('transfers', () => {
     }
   });
 
+  test('ops review queue: IN_REVIEW transfers of every organization, oldest first, until decided', async () => {
+    const inReview = async (c: Customer, amount: string) => {
+      const created = await newTransfer(t, c, amount);
+      await driveToRest(t, c, created.id);
+      await fund(t, c, created.id);
+      assert.equal((await driveToRest(t, c, created.id)).status, 'IN_REVIEW');
+      return created.id as string;
+    };
+    const first = await inReview(a, '310.93');
+    const second = await inReview(b, '320.93');
+    const ordinary = await newTransfer(t, a, '330.00');
+    const queue = async (query = '') => {
+      const res = await t.request('GET', `/v1/ops/transfers${query}`, { token: opsToken });
+      assert.equal(res.status, 200, res.text);
+      return res.body as { data: any[]; meta: { total: number; nextCursor: string | null } };
+    };
+
+    const all = await queue('?limit=100');
+    const ids = all.data.map((d) => d.id);
+    assert.ok(ids.includes(first) && ids.includes(second), 'both organizations\' transfers are in the queue');
+    assert.ok(ids.indexOf(first) < ids.indexOf(second), 'oldest first');
+    assert.ok(!ids.includes(ordinary.id));
+    assert.ok(all.data.every((d) => d.status === 'IN_REVIEW' && d.blockingParty === 'SERVICE_OPS'));
+    const item = all.data.find((d) => d.id === second)!;
+    assert.equal(item.organizationId, b.org.organizationId);
+    assert.equal(item.timeline, undefined);
+    const { organizationId: _org, ...listed } = item;
+    const asOwner = await t.request('GET', `/v1/transfers?status=IN_REVIEW&limit=100`, { apiKey: b.org.apiKey });
+    assert.deepEqual(listed, asOwner.body.data.find((d: any) => d.id === second), 'the same item the owner lists');
+
+    const onlyB = await queue(`?organizationId=${b.org.organizationId}&limit=100`);
+    assert.ok(onlyB.data.length > 0 && onlyB.data.every((d) => d.organizationId === b.org.organizationId));
+    const paged = await queue('?limit=1');
+    assert.equal(paged.data.length, 1);
+    assert.equal(paged.meta.total, all.meta.total);
+    assert.ok(paged.meta.nextCursor);
+    const next = await queue(`?limit=1&cursor=${encodeURIComponent(paged.meta.nextCursor)}`);
+    assert.notEqual(next.data[0].id, paged.data[0].id);
+    await waitFor(t, a, ordinary.id, (tr) => tr.status === 'READY_TO_FUND');
+    const ready = await queue(`?status=READY_TO_FUND&organizationId=${a.org.organizationId}&limit=100`);
+    assert.ok(ready.data.some((d) => d.id === ordinary.id), 'another status on request');
+    assert.ok(ready.data.every((d) => d.status === 'READY_TO_FUND' && d.organizationId === a.org.organizationId));
+
+    assert.equal((await t.request('GET', '/v1/ops/transfers', { token: a.org.token })).status, 403, 'a customer user is not an operator');
+    assert.equal((await t.request('GET', '/v1/ops/transfers', { apiKey: a.org.apiKey })).status, 403, 'an API key is not an operator');
+    const bad = await t.request('GET', '/v1/ops/transfers?status=LOST', { token: opsToken });
+    assert.equal(bad.status, 422);
+
+    assert.equal((await t.request('POST', `/v1/ops/transfers/${first}/approve`, { token: opsToken, body: {} })).status, 200);
+    assert.ok(!(await queue('?limit=100')).data.some((d) => d.id === first), 'a decided transfer leaves the queue');
+  });
+
   test('the queue executes a funded transfer on its own, at CORRIDOR_SANDBOX_SPEED', async () => {
     const created = await newTransfer(t, a, '42.00', 'CRYPTO');
     await waitFor(t, a, created.id, (tr) => tr.status === 'READY_TO_FUND');
