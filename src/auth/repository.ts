@@ -20,9 +20,9 @@ export interface ApiKeyRow {
   revoked_at: Date | null;
 }
 
-/** What authenticating an API key needs of it (only these columns are read on every request). */
 const words = (joined: string): string[] => (joined ? joined.split(' ') : []);
 
+/** What authenticating an API key needs of it (only these columns are read on every request). */
 export type ApiKeyCredential = Pick<ApiKeyRow, 'id' | 'organization_id' | 'scopes' | 'secret_hash' | 'revoked_at'> & { organization_features: string[] };
 
 export interface SigningKeyRow {

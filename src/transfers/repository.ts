@@ -41,8 +41,10 @@ export interface TransferRow {
   sandbox_outcome: SandboxOutcome | null;
   funds_received_at: Date | null;
   reviewed_at: Date | null;
-  /** The API representation, kept in step with every change (see migration 6). */
-  /** The transfer as the API shows it, as JSON text (what GET sends); null on rows written by other means. */
+  /**
+   * The transfer as the API shows it, as the JSON text GET sends, kept in step with every change
+   * (migrations 6 and 10); null on rows written by other means.
+   */
   api_view: string | null;
   created_at: Date;
   updated_at: Date;
