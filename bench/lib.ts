@@ -22,23 +22,28 @@ export interface BenchResult {
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 
+/** Runs `work` on a fresh connection to `url`, closed afterwards whatever happens. */
+export async function withClient<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await work(client);
+  } finally {
+    await client.end();
+  }
+}
+
 /** Creates a scratch database and returns its URL and a drop function. */
 export async function scratchDatabase(adminUrl: string, label: string): Promise<{ url: string; name: string; drop: () => Promise<void> }> {
   const name = `bench_${label}_${randomBytes(3).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
+  await withClient(adminUrl, (admin) => admin.query(`CREATE DATABASE ${name}`));
   const url = new URL(adminUrl);
   url.pathname = `/${name}`;
   return {
     url: url.toString(),
     name,
     async drop() {
-      const c = new pg.Client({ connectionString: adminUrl });
-      await c.connect();
-      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await c.end();
+      await withClient(adminUrl, (admin) => admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
     },
   };
 }

@@ -6,14 +6,13 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import pg from 'pg';
 import { sql } from 'kysely';
 import { openDatabase } from '../../src/platform/db/database.ts';
 import { migrate } from '../../src/platform/db/migrate.ts';
 import { STATUS_HISTORY_FIELDS, TransferReadModel } from '../../src/reports/transfer-read-model.ts';
 import type { NormalizedFilters } from '../../src/reports/schemas.ts';
 import { insertBulkStatusHistory } from '../../test/fixtures/report-data.ts';
-import { fmt, scratchDatabase } from '../lib.ts';
+import { fmt, scratchDatabase, withClient } from '../lib.ts';
 import type { BenchContext, BenchResult } from '../lib.ts';
 
 const TRANSFERS = Number(process.env.BENCH_REPORT_TRANSFERS ?? 200_000);
@@ -115,19 +114,14 @@ export default async function run(ctx: BenchContext): Promise<BenchResult> {
       // The same rows and columns as the report (the paging sequence left out).
       return `COPY (SELECT ${STATUS_HISTORY_FIELDS.join(', ')} FROM (${inlined}) q) TO STDOUT WITH CSV HEADER`;
     })();
-    const copy = async () => {
-      const client = new pg.Client({ connectionString: scratch.url });
-      await client.connect();
-      try {
+    const copy = () =>
+      withClient(scratch.url, async (client) => {
         const started = performance.now();
         const q = new CopyToFile(copySql, fs.createWriteStream(path.join(workDir, 'copy.csv')));
         void client.query(q as never);
         await q.done;
         return { rows: q.rows, seconds: (performance.now() - started) / 1000, sizeBytes: fs.statSync(path.join(workDir, 'copy.csv')).size };
-      } finally {
-        await client.end();
-      }
-    };
+      });
 
     const generations: Array<Awaited<ReturnType<typeof generate>>> = [];
     const copies: Array<Awaited<ReturnType<typeof copy>>> = [];

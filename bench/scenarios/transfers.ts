@@ -3,8 +3,7 @@
 // (for creation) and the rate of unauthenticated GET /health (for reads).
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import pg from 'pg';
-import { call, cpuBetween, fmt, hit, insecureAgent, load, loadInterleaved, readCpu, scratchDatabase, startCorridor } from '../lib.ts';
+import { call, cpuBetween, fmt, hit, insecureAgent, load, loadInterleaved, readCpu, scratchDatabase, startCorridor, withClient } from '../lib.ts';
 import type { BenchContext, BenchResult, CpuReading, LoadResult } from '../lib.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -34,9 +33,7 @@ function describeConnection(url: string): string {
 
 /** Waits until the sandbox engine has prepared every created transfer; how many were left, and how long it took. */
 async function drainSetup(url: string): Promise<{ backlog: number; seconds: number }> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
+  return withClient(url, async (client) => {
     const waiting = async () => Number((await client.query<{ n: string }>("select count(*) as n from transfers where status = 'PENDING_SETUP'")).rows[0]!.n);
     const started = performance.now();
     const backlog = await waiting();
@@ -45,20 +42,14 @@ async function drainSetup(url: string): Promise<{ backlog: number; seconds: numb
       await new Promise((r) => setTimeout(r, 50));
     }
     return { backlog, seconds: (performance.now() - started) / 1000 };
-  } finally {
-    await client.end();
-  }
+  });
 }
 
 async function settle(url: string): Promise<void> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
+  await withClient(url, async (client) => {
     await client.query('VACUUM ANALYZE');
     await client.query('CHECKPOINT');
-  } finally {
-    await client.end();
-  }
+  });
 }
 
 const ms = (seconds: number, count: number) => fmt((seconds * 1000) / count, 2);
