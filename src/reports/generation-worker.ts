@@ -79,7 +79,8 @@ async function workerMain(input: WorkerInput): Promise<void> {
     },
   });
   const s = input.settings;
-  const db = await openDatabase({ url: s.databaseUrl, poolSize: 2 });
+  // One connection for the cursor, one for the limit counts that run beside it, one for the lease.
+  const db = await openDatabase({ url: s.databaseUrl, poolSize: 3 });
   try {
     const generator = new ReportGenerator({
       repo: new ReportRepository(db.kysely),

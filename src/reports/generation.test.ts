@@ -25,12 +25,13 @@ const transfersAt = (...hours: number[]): FixtureTransfer[] =>
 describe('generation run by hand (no queue workers in this server)', () => {
   let t: TestServer;
   let org: TestOrganization;
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'corridor-generation-'));
   const get = async (id: string) => (await t.request('GET', `/v1/reports/${id}`, { apiKey: org.apiKey })).body;
   const setProfile = (id: string, profileVersion: string) => sql`UPDATE reports SET profile_version = ${profileVersion} WHERE id = ${id}`.execute(t.server.db.kysely);
 
   before(async () => {
     t = await startTestServer(
-      { CORRIDOR_DATA_DIR: fs.mkdtempSync(path.join(os.tmpdir(), 'corridor-generation-')), CORRIDOR_REPORT_MAX_MATCHING_TRANSFERS: '3' },
+      { CORRIDOR_DATA_DIR: dataDir, CORRIDOR_REPORT_MAX_MATCHING_TRANSFERS: '3' },
       { workers: false },
     );
     org = await t.newOrganization('Generation');
@@ -56,6 +57,9 @@ describe('generation run by hand (no queue workers in this server)', () => {
     assert.equal(failed.errorCode, 'report_limit_exceeded');
     assert.match(failed.errorMessage, /maxMatchingTransfers 3/);
     assert.equal(failed.artifact, null);
+    // The limits are counted while the artifact is written: what was written is discarded.
+    const files = fs.readdirSync(dataDir, { recursive: true }) as string[];
+    assert.deepEqual(files.filter((f) => f.endsWith('.partial') || (f.includes(r.id) && path.extname(f) !== '')), [], 'no spool file, no artifact');
   });
 
   test('generation follows the profileVersion stored with the report, not the type it would get today', async () => {

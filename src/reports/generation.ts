@@ -83,6 +83,13 @@ export class ReportGenerator {
         throw new Error(`This process has no generator for profileVersion ${report.profile_version}`);
       }
       const generatedAt = o.now();
+      // The limits again, so skipping the preview, or data that grew since creation, never
+      // bypasses them. They are counted while the artifact is written rather than before it: the
+      // counts are PostgreSQL's work and the writing is ours, so they overlap instead of taking
+      // turns (on a million rows the counts took half a second the generator spent waiting).
+      // Nothing is published until both are done, and a failed check stops the writing at its
+      // next page; the row limit is also enforced as rows are written.
+      let checkFailure: Error | null = null;
       const ctx: GenerationContext = {
         reportId,
         organizationId: report.organization_id,
@@ -93,27 +100,37 @@ export class ReportGenerator {
         maxOutputRows: o.limits.maxOutputRows,
         progress: async (rows) => {
           if (lost) throw new LeaseLost();
+          if (checkFailure) throw checkFailure;
           log.debug({ rows }, 'report page written');
         },
       };
 
-      // The limits again: skipping the preview, or data that grew since creation, never bypasses them.
-      const counts = await profile.count(ctx);
-      if (counts.matchingTransferCount > o.limits.maxMatchingTransfers || counts.outputRowCount > o.limits.maxOutputRows) {
-        throw new ReportFailure(
-          'report_limit_exceeded',
-          `At generation the report covers ${counts.matchingTransferCount} transfers in ${counts.outputRowCount} rows, over the limits ` +
-            `(maxMatchingTransfers ${o.limits.maxMatchingTransfers}, maxOutputRows ${o.limits.maxOutputRows})`,
-        );
-      }
-      await profile.check?.(ctx);
+      const checked = (async () => {
+        const counts = await profile.count(ctx);
+        if (counts.matchingTransferCount > o.limits.maxMatchingTransfers || counts.outputRowCount > o.limits.maxOutputRows) {
+          throw new ReportFailure(
+            'report_limit_exceeded',
+            `At generation the report covers ${counts.matchingTransferCount} transfers in ${counts.outputRowCount} rows, over the limits ` +
+              `(maxMatchingTransfers ${o.limits.maxMatchingTransfers}, maxOutputRows ${o.limits.maxOutputRows})`,
+          );
+        }
+        await profile.check?.(ctx);
+      })();
+      checked.catch((err: unknown) => {
+        checkFailure = err instanceof Error ? err : new Error(String(err));
+      });
 
       // The lease token in the key keeps a zombie worker's output apart from the real artifact.
       const key = `reports/${report.organization_id}/${reportId}/${token}.${profile.extension}`;
       const upload = await o.store.begin(key, profile.contentType);
       let rowCount: number;
       try {
-        rowCount = await profile.write(ctx, upload.stream);
+        // A failed check outranks whatever it made the writing stop with.
+        rowCount = await profile.write(ctx, upload.stream).catch(async (err: unknown) => {
+          await checked;
+          throw err;
+        });
+        await checked;
         if (lost) throw new LeaseLost();
         await upload.commit();
       } catch (err) {

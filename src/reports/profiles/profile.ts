@@ -13,7 +13,7 @@ export interface GenerationContext {
   pageSize: number;
   generatedAt: Date;
   maxOutputRows: number;
-  /** Called after each page is written: renews the lease and may abort a generation that lost it. */
+  /** Called after each page is written: aborts a generation that lost its lease or failed its checks. */
   progress(rowsWritten: number): Promise<void>;
 }
 
@@ -27,7 +27,7 @@ export interface ReportProfile {
   /** CSV header for these filters (documented per profileVersion in docs/REPORTS.md). */
   columns?(filters: NormalizedFilters): string[];
   count(ctx: Pick<GenerationContext, 'organizationId' | 'filters' | 'readModel'>): Promise<Counts>;
-  /** Deterministic data checks made before anything is written. */
+  /** Deterministic data checks, made while the artifact is written: a failure discards it. */
   check?(ctx: GenerationContext): Promise<void>;
   /** Streams the artifact into out (and ends it); returns the number of rows written. */
   write(ctx: GenerationContext, out: Writable): Promise<number>;
