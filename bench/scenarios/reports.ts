@@ -172,10 +172,12 @@ export default async function run(ctx: BenchContext): Promise<BenchResult> {
         '10-13% in garbage collection, and the rest in encoding, hashing and writing; the worker start (imports) takes about 0.25 s. ' +
         'The formatting allocates about 8 GB over a million rows (csv-stringify builds several small objects per cell), so its speed ' +
         'follows memory bandwidth, which neighbours on this shared host also use: the same run costs 4.1 to 6 s of CPU from one minute to the next. ' +
+        'csv-stringify is pinned at 6.7.0: 6.9.0 cost the generator 17% more CPU in six alternating runs (5.6 s against 4.7 s). ' +
         'Measured and not kept: Papa Parse instead of csv-stringify (1.2 s against 2.0 s of formatting CPU on synthetic records, ' +
-        'no gain on the real generator), a 32 or 128 MiB young generation instead of 64 (more CPU; 128 also pushes RSS past 256 MiB), ' +
-        'FETCH pages of 500 or 10,000 rows instead of 2,000, two FETCHes queued instead of one, and an index that spares PostgreSQL ' +
-        'the incremental sort (each cost the generator more CPU in alternating runs, likely because rows that arrive sooner survive more scavenges). ' +
+        'no gain on the real generator); a young generation of 6 to 24 MiB instead of 64 (up to twice the CPU: records outlive ' +
+        'scavenges and are promoted) or of 96 to 128 MiB (no gain; 128 pushes RSS past 256 MiB); FETCH pages of 250 or 500 rows ' +
+        '(no gain) or 10,000 (more CPU) instead of 2,000; two FETCHes queued instead of one, and an index that spares PostgreSQL ' +
+        'the incremental sort (both cost the generator more CPU in alternating runs, likely because rows that arrive sooner survive more scavenges). ' +
         'PostgreSQL serves the cursor from one backend (COPY\'s plan runs in parallel workers), so on two shared vCPUs the ratio ' +
         'moves with the load other work puts on the machine. Peak RSS covers the whole child process (its main thread and the ' +
         'generation worker, whose V8 heap is bounded) and does not grow with the report.',
