@@ -117,6 +117,11 @@ export interface LegStatusReport {
   reason?: string;
 }
 
+export interface LegHandOff {
+  providerReference: string;
+  report: LegStatusReport;
+}
+
 export interface ProviderAdapter {
   /** Internal id used in configuration, e.g. "sim-us-ach". */
   readonly id: string;
@@ -125,8 +130,12 @@ export interface ProviderAdapter {
   capabilities(): Capability[];
   availability(): Availability;
   quoteLeg(request: LegQuoteRequest): Promise<LegQuote>;
-  /** Starts a leg; returns the customer-safe reference the provider assigned. */
-  executeLeg(request: LegExecutionRequest): Promise<{ providerReference: string }>;
+  /**
+   * Starts a leg (idempotent per leg id); returns the customer-safe reference the provider
+   * assigned and the leg's state as the provider answered the hand-off, as payment APIs answer
+   * a create with the created object, so the engine need not ask for it again at once.
+   */
+  executeLeg(request: LegExecutionRequest): Promise<LegHandOff>;
   legStatus(providerReference: string): Promise<LegStatusReport>;
 }
 

@@ -2,7 +2,7 @@
 // (a real provider listed in production's file ahead of its integration). It shows its rails
 // in the directory as DOWN and refuses every call, so nothing is ever routed to it.
 import { ProviderError } from './adapter.ts';
-import type { Availability, Capability, LegQuote, LegStatusReport, ProviderAdapter } from './adapter.ts';
+import type { Availability, Capability, LegHandOff, LegQuote, LegStatusReport, ProviderAdapter } from './adapter.ts';
 import type { ProviderEntry } from './configuration.ts';
 
 export class UnavailableProvider implements ProviderAdapter {
@@ -30,7 +30,7 @@ export class UnavailableProvider implements ProviderAdapter {
     throw this.#refuse();
   }
 
-  async executeLeg(): Promise<{ providerReference: string }> {
+  async executeLeg(): Promise<LegHandOff> {
     throw this.#refuse();
   }
 

@@ -91,9 +91,11 @@ describe('sandbox simulated providers', () => {
   test('a payout passes through every stage to COMPLETED, with a customer-safe reference', async () => {
     const ach = simulator('sim-us-ach');
     const rail = { type: 'FIAT', country: 'US', currency: 'USD', method: 'ACH' } as const;
-    const { providerReference } = await ach.executeLeg(leg('PAYOUT', 'USD', 'USD', '125.5', { rail, destination: { accountNumber: '000123456789' } }));
+    const { providerReference, report } = await ach.executeLeg(leg('PAYOUT', 'USD', 'USD', '125.5', { rail, destination: { accountNumber: '000123456789' } }));
     assert.match(providerReference, /^SIM-ACH-[0-9A-F]{16}$/);
-    assert.deepEqual(await ach.legStatus(providerReference), { status: 'PROCESSING', progressStage: 'PAYOUT_INITIATED' });
+    // The hand-off answers the leg's state, the same the provider reports when asked.
+    assert.deepEqual(report, { status: 'PROCESSING', progressStage: 'PAYOUT_INITIATED' });
+    assert.deepEqual(await ach.legStatus(providerReference), report);
 
     const steps = await advanceUntilTerminal(ach, providerReference);
     assert.deepEqual(steps, [
@@ -155,12 +157,17 @@ describe('sandbox simulated providers', () => {
     assert.deepEqual(await fx.advance(providerReference), { status: 'FAILED', progressStage: 'ORDER_PLACED', reason: 'The conversion order could not be filled' });
   });
 
-  test('executing the same leg twice returns the same reference', async () => {
+  test('executing the same leg twice returns the same reference and the leg\'s current state', async () => {
     const fps = simulator('sim-gb-fps');
     const request = leg('PAYOUT', 'GBP', 'GBP', '10.00', { rail: { type: 'FIAT', country: 'GB', currency: 'GBP', method: 'LOCAL' } });
     const first = await fps.executeLeg(request);
+    const advanced = await fps.advance(first.providerReference);
     const second = await fps.executeLeg(request);
     assert.equal(second.providerReference, first.providerReference);
+    // A repeated hand-off reports where the leg is now, not where it started.
+    assert.equal(first.report.progressStage, 'PAYOUT_INITIATED');
+    assert.deepEqual(second.report, advanced);
+    assert.notDeepEqual(second.report, first.report);
   });
 
   test('a DOWN provider takes no new legs; unknown references are refused', async () => {

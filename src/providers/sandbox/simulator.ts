@@ -9,6 +9,7 @@ import type {
   Availability,
   Capability,
   LegExecutionRequest,
+  LegHandOff,
   LegKind,
   LegQuote,
   LegQuoteRequest,
@@ -121,7 +122,7 @@ export class SimulatedSandboxProvider implements SimulatedProvider {
     };
   }
 
-  async executeLeg(request: LegExecutionRequest): Promise<{ providerReference: string }> {
+  async executeLeg(request: LegExecutionRequest): Promise<LegHandOff> {
     if (this.availability() === 'DOWN') throw new ProviderError('provider_unavailable', this.id, `${this.displayName} is not accepting new payments`);
     this.#capabilityFor(request);
     const outcome = request.sandboxOutcome ?? 'SUCCEED';
@@ -143,7 +144,7 @@ export class SimulatedSandboxProvider implements SimulatedProvider {
       status: first.status,
       raw_payload: rawPayload(reference, first),
     });
-    return { providerReference: row.provider_reference };
+    return { providerReference: row.provider_reference, report: report(row) };
   }
 
   async legStatus(providerReference: string): Promise<LegStatusReport> {
