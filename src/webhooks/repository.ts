@@ -1,4 +1,3 @@
-import { sql } from 'kysely';
 import type { Kysely } from 'kysely';
 import type { WithDefaults } from '../platform/db/types.ts';
 import type { Cursor } from '../platform/http/pagination.ts';
@@ -151,16 +150,9 @@ export class WebhookRepository {
     return this.#db.selectFrom('webhook_endpoint_status_changes').selectAll().where('endpoint_id', '=', endpointId).orderBy('created_at').execute();
   }
 
-  /** Enabled endpoints of the organization that take this event type. */
-  async subscribedEndpointIds(db: Db, organizationId: string, eventType: string): Promise<string[]> {
-    const rows = await t(db)
-      .selectFrom('webhook_endpoints')
-      .select('id')
-      .where('organization_id', '=', organizationId)
-      .where('status', '=', 'ENABLED')
-      .where(sql<boolean>`${eventType} = ANY(event_types)`)
-      .execute();
-    return rows.map((r) => r.id);
+  /** Enabled endpoints of the organization, with the event types each takes. */
+  async enabledSubscriptions(db: Db, organizationId: string): Promise<Array<Pick<EndpointRow, 'id' | 'event_types'>>> {
+    return t(db).selectFrom('webhook_endpoints').select(['id', 'event_types']).where('organization_id', '=', organizationId).where('status', '=', 'ENABLED').execute();
   }
 
   /** Counts one failed attempt against the endpoint; answers the new streak and the status. */

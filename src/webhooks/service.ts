@@ -167,6 +167,8 @@ export class WebhookService {
   readonly #settings: WebhookSettings;
   readonly #sender: WebhookSender;
   readonly #resolver: Resolver | undefined;
+  // Keyed by the transaction object, so each entry goes with its transaction.
+  readonly #subscriptionReads = new WeakMap<Transaction<any>, Map<string, Promise<Array<{ id: string; event_types: string[] }>>>>();
 
   constructor(deps: { db: Kysely<any>; events: EventService; queue: JobQueue; log: Logger; settings: WebhookSettings; resolver?: Resolver }) {
     this.#db = deps.db;
@@ -333,7 +335,7 @@ export class WebhookService {
 
   /** Runs inside the transaction that records the event (see the top of this file). */
   async fanOut(trx: Transaction<any>, event: RecordedEvent): Promise<void> {
-    const endpointIds = await this.#repo.subscribedEndpointIds(trx, event.organizationId, event.type);
+    const endpointIds = (await this.#subscriptionsIn(trx, event.organizationId)).filter((e) => e.event_types.includes(event.type)).map((e) => e.id);
     if (!endpointIds.length) return;
     const rows = endpointIds.map((endpointId) => ({
       id: randomUUID(),
@@ -345,6 +347,18 @@ export class WebhookService {
     }));
     await this.#repo.insertDeliveries(trx, rows);
     for (const row of rows) await this.#queue.send<DeliveryJob>(DELIVERY_JOB, { deliveryId: row.id, step: 1 }, { trx });
+  }
+
+  /**
+   * The organization's subscriptions, read once per transaction: a change records several events
+   * in one (a leg's, then the transfer's), and one read serves them all, as of the first.
+   */
+  #subscriptionsIn(trx: Transaction<any>, organizationId: string): Promise<Array<{ id: string; event_types: string[] }>> {
+    let byOrganization = this.#subscriptionReads.get(trx);
+    if (!byOrganization) this.#subscriptionReads.set(trx, (byOrganization = new Map()));
+    let read = byOrganization.get(organizationId);
+    if (!read) byOrganization.set(organizationId, (read = this.#repo.enabledSubscriptions(trx, organizationId)));
+    return read;
   }
 
   async listDeliveries(organizationId: string, endpointId: string, limit: number, cursor?: string) {
