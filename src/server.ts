@@ -175,7 +175,8 @@ export async function createServer(config: Config, options: ServerOptions = {}):
     // next, and the sweep at start (and every minute) revives transfers whose step was lost.
     // Fetched in batches, fetching again at once while batches come back full: one job per
     // fetch held the engine to 4 workers x 1 step per polling interval (8 steps/s) however many
-    // transfers were due.
+    // transfers were due. A batch goes to the engine whole, so the setups in it share one
+    // transaction (TransferEngine.stepAll).
     queue.define<{ transferId: string }>({
       name: STEP_JOB,
       queue: { policy: 'short', expireInSeconds: 120, retryLimit: 10, retryDelay: 2, retryBackoff: true },
@@ -185,6 +186,7 @@ export async function createServer(config: Config, options: ServerOptions = {}):
       handler: async ({ transferId }) => {
         await engine.step(transferId);
       },
+      batchHandler: (jobs) => engine.stepAll(jobs.map((job) => job.transferId)),
     });
     queue.define({
       name: 'transfers.sweep',

@@ -23,6 +23,12 @@ export interface JobDefinition<T extends object = object> {
    * fetches again without waiting while fetches come back full: for queues of many short jobs.
    */
   batchSize?: number;
+  /**
+   * Works a fetched batch in one call instead of one handler call per job, for work that is
+   * cheaper done together. Answers, in the order given, null for each job done and the error
+   * of each job that failed (retried per the queue's policy; the others are not).
+   */
+  batchHandler?: (data: T[]) => Promise<Array<Error | null>>;
   pollingIntervalSeconds?: number;
 }
 
@@ -111,18 +117,18 @@ export class JobQueue {
         perJobResults: true,
         burstWhenBatchFull: true,
       },
-      async (jobs: Job<object>[]) =>
-        Promise.all(
-          jobs.map(async (job) => {
-            try {
-              await def.handler(job.data, job);
-              return { id: job.id, status: 'completed' as const };
-            } catch (err) {
-              this.#log.warn({ err, job: { id: job.id, name: job.name } }, 'job failed; it will be retried per its queue policy');
-              return { id: job.id, status: 'failed' as const, output: { message: (err as Error).message } };
-            }
-          }),
-        ),
+      async (jobs: Job<object>[]) => {
+        const settle = (job: Job<object>, err: unknown) => {
+          if (!err) return { id: job.id, status: 'completed' as const };
+          this.#log.warn({ err, job: { id: job.id, name: job.name } }, 'job failed; it will be retried per its queue policy');
+          return { id: job.id, status: 'failed' as const, output: { message: (err as Error).message } };
+        };
+        if (def.batchHandler) {
+          const errors = await def.batchHandler(jobs.map((job) => job.data)).catch((err: unknown) => jobs.map(() => err));
+          return jobs.map((job, i) => settle(job, errors[i]));
+        }
+        return Promise.all(jobs.map((job) => def.handler(job.data, job).then(() => settle(job, null), (err: unknown) => settle(job, err))));
+      },
     );
   }
 

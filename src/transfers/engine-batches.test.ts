@@ -6,7 +6,8 @@ import assert from 'node:assert/strict';
 import { sql } from 'kysely';
 import { startTestServer } from '../../test/helpers/server.ts';
 import type { TestServer } from '../../test/helpers/server.ts';
-import { createTransfer, newCustomer, quoteOption, waitFor } from './test-support.ts';
+import { randomUUID } from 'node:crypto';
+import { assertHistoryConsistent, createTransfer, getTransfer, newCustomer, quoteOption, waitFor } from './test-support.ts';
 import type { Customer } from './test-support.ts';
 
 const TRANSFERS = 12;
@@ -29,7 +30,21 @@ describe('sandbox engine steps', () => {
     const created = await Promise.all(options.map((optionId) => createTransfer(t, c, optionId)));
     for (const res of created) assert.equal(res.status, 201, res.text);
     const ids = created.map((res) => res.body.id as string);
-    for (const id of ids) await waitFor(t, c, id, (tr) => tr.status === 'READY_TO_FUND');
+    for (const id of ids) {
+      // Prepared together, each is prepared exactly as alone: its collection leg handed to the
+      // provider, then READY_TO_FUND, each change with its timeline item and its event.
+      const transfer = await waitFor(t, c, id, (tr) => tr.status === 'READY_TO_FUND');
+      assert.deepEqual(
+        transfer.timeline.map((e: any) => [e.type, e.status, e.leg?.status ?? null]),
+        [
+          ['STATUS', 'PENDING_SETUP', null],
+          ['LEG', 'PENDING_SETUP', 'PROCESSING'],
+          ['STATUS', 'READY_TO_FUND', null],
+        ],
+      );
+      assert.match(transfer.legs[0].providerReference, /^SIM-/);
+      await assertHistoryConsistent(t, transfer);
+    }
 
     // One fetch marks every job it takes as started in one statement, so they share started_on.
     const { rows } = await sql<{ jobs: number; fetches: number }>`
@@ -39,5 +54,95 @@ describe('sandbox engine steps', () => {
     const { jobs, fetches } = rows[0]!;
     assert.ok(jobs >= TRANSFERS, `${jobs} step jobs for ${TRANSFERS} transfers`);
     assert.ok(fetches < jobs, `${jobs} steps were taken in ${fetches} fetches: one job per fetch`);
+  });
+
+  test('a batch of steps: setups, steps already taken, unknown and repeated ids each settle once', async () => {
+    const options = [];
+    for (let i = 0; i < 3; i++) options.push((await quoteOption(t, c, `${200 + i}.00`)).optionId);
+    const created = await Promise.all(options.map((optionId) => createTransfer(t, c, optionId)));
+    const ids = created.map((res) => res.body.id as string);
+    const prepared = ids[0]!;
+    await waitFor(t, c, prepared, (tr) => tr.status === 'READY_TO_FUND');
+
+    // The queue's own steps for these transfers may run at the same moment: one process never
+    // runs two steps of one transfer at once, so each is prepared once whoever comes first.
+    const batch = [...ids, randomUUID(), ids[1]!];
+    const outcomes = await t.server.services.engine.stepAll(batch);
+    assert.deepEqual(outcomes, batch.map(() => null));
+    for (const id of ids) {
+      const transfer = await getTransfer(t, c, id);
+      assert.equal(transfer.status, 'READY_TO_FUND');
+      assert.equal(transfer.timeline.filter((e: any) => e.status === 'READY_TO_FUND' && e.type === 'STATUS').length, 1);
+      await assertHistoryConsistent(t, transfer);
+    }
+  });
+});
+
+describe('sandbox engine: setups taken in one batch', () => {
+  let t: TestServer;
+  let c: Customer;
+
+  before(async () => {
+    // No workers: the transfers stay PENDING_SETUP until the test hands them to stepAll.
+    t = await startTestServer({}, { workers: false });
+    c = await newCustomer(t, 'Engine setup batches');
+  });
+  after(async () => t?.close());
+
+  async function pendingTransfers(n: number): Promise<string[]> {
+    const ids: string[] = [];
+    for (let i = 0; i < n; i++) {
+      const res = await createTransfer(t, c, (await quoteOption(t, c, `${300 + i}.00`)).optionId);
+      assert.equal(res.status, 201, res.text);
+      assert.equal(res.body.status, 'PENDING_SETUP');
+      ids.push(res.body.id as string);
+    }
+    return ids;
+  }
+
+  const statuses = async (ids: string[]) => Promise.all(ids.map(async (id) => (await getTransfer(t, c, id)).status as string));
+
+  test('the setups of a batch commit together; unknown and repeated ids are answered too', async () => {
+    const ids = await pendingTransfers(3);
+    const batch = [...ids, randomUUID(), ids[1]!];
+    assert.deepEqual(await t.server.services.engine.stepAll(batch), batch.map(() => null));
+    assert.deepEqual(await statuses(ids), ['READY_TO_FUND', 'READY_TO_FUND', 'READY_TO_FUND']);
+    for (const id of ids) await assertHistoryConsistent(t, await getTransfer(t, c, id));
+    const { rows } = await sql<{ transactions: number }>`
+      select count(distinct xmin::text)::int as transactions from transfers where id in (${sql.join(ids)})`.execute(t.server.db.kysely);
+    assert.equal(rows[0]!.transactions, 1, 'the three setups were written by one transaction');
+  });
+
+  test('a transfer whose provider refuses the hand-off fails alone; the rest are prepared', async () => {
+    const ids = await pendingTransfers(3);
+    await sql`update transfer_legs set provider_id = 'sim-not-configured' where transfer_id = ${ids[0]!} and kind = 'COLLECTION'`.execute(t.server.db.kysely);
+    const outcomes = await t.server.services.engine.stepAll(ids);
+    assert.match(outcomes[0]?.message ?? '', /sim-not-configured/);
+    assert.deepEqual(outcomes.slice(1), [null, null]);
+    assert.deepEqual(await statuses(ids), ['PENDING_SETUP', 'READY_TO_FUND', 'READY_TO_FUND']);
+  });
+
+  test('when the shared transaction fails, each transfer is prepared on its own and only the bad one fails', async () => {
+    const ids = await pendingTransfers(3);
+    const db = t.server.db.kysely;
+    // The database refuses any timeline item of one transfer, which fails the shared transaction.
+    await sql`create function refuse_timeline() returns trigger language plpgsql as $$
+      begin raise exception 'timeline refused for %', new.transfer_id; end $$`.execute(db);
+    await sql`create trigger refuse_timeline before insert on transfer_events for each row
+      when (new.transfer_id = ${sql.lit(ids[1]!)}::uuid) execute function refuse_timeline()`.execute(db);
+    try {
+      const outcomes = await t.server.services.engine.stepAll(ids);
+      assert.equal(outcomes[0], null);
+      assert.match(outcomes[1]?.message ?? '', /timeline refused/);
+      assert.equal(outcomes[2], null);
+      assert.deepEqual(await statuses(ids), ['READY_TO_FUND', 'PENDING_SETUP', 'READY_TO_FUND']);
+      for (const id of [ids[0]!, ids[2]!]) await assertHistoryConsistent(t, await getTransfer(t, c, id));
+    } finally {
+      await sql`drop trigger refuse_timeline on transfer_events`.execute(db);
+      await sql`drop function refuse_timeline()`.execute(db);
+    }
+    // Nothing half-done was left behind: the refused transfer is prepared on its next step.
+    assert.deepEqual(await t.server.services.engine.stepAll([ids[1]!]), [null]);
+    await assertHistoryConsistent(t, await getTransfer(t, c, ids[1]!));
   });
 });

@@ -32,6 +32,15 @@ export interface TransferEngineOptions {
 
 export type StepResult = 'moved' | 'waiting' | 'idle';
 
+/** A leg the provider has taken: its reference, and its state as the provider answered. */
+interface HandedLeg {
+  legId: string;
+  reference: string;
+  report: LegStatusReport;
+}
+
+const asError = (err: unknown): Error => (err instanceof Error ? err : new Error(String(err)));
+
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Seconds between simulated steps at CORRIDOR_SANDBOX_SPEED=1. */
@@ -70,13 +79,48 @@ export class TransferEngine {
     }
   }
 
+  /** #serial for several transfers at once: the work starts when none of them has a step running. */
+  async #serialAll<T>(transferIds: string[], work: () => Promise<T>): Promise<T> {
+    const priors = transferIds.map((id) => (this.#running.get(id) ?? Promise.resolve()).catch(() => {}));
+    const next = Promise.all(priors).then(work);
+    for (const id of transferIds) this.#running.set(id, next);
+    try {
+      return await next;
+    } finally {
+      for (const id of transferIds) if (this.#running.get(id) === next) this.#running.delete(id);
+    }
+  }
+
   /** The transfers.step job: one step of setup or execution, whatever the transfer needs now. */
   async step(transferId: string): Promise<StepResult> {
     return this.#serial(transferId, () => this.#step(transferId));
   }
 
-  async #step(transferId: string): Promise<StepResult> {
-    const found = await this.#repo.findWithLegs(transferId);
+  /**
+   * A batch of transfers.step jobs, as the queue hands them over. The setups among them share
+   * one read, one transaction and one commit (alone, a setup was ten round trips, four of them
+   * its own read, begin, lock and commit); every other step runs as step() runs it. Answers,
+   * in order, null for each transfer whose step ran and the error for each whose step failed
+   * (its job is retried).
+   */
+  async stepAll(transferIds: string[]): Promise<Array<Error | null>> {
+    const ids = [...new Set(transferIds)];
+    const failed = new Map<string, Error>();
+    await this.#serialAll(ids, async () => {
+      const found = new Map((await this.#repo.findManyWithLegs(ids)).map((row) => [row.id, row]));
+      const setups = [...found.values()].filter((row) => row.status === 'PENDING_SETUP');
+      const others = ids.filter((id) => found.get(id)?.status !== 'PENDING_SETUP');
+      await Promise.all([
+        this.#prepareAll(setups, failed),
+        ...others.map((id) => this.#step(id, found.get(id) ?? null).catch((err: unknown) => void failed.set(id, asError(err)))),
+      ]);
+    });
+    return transferIds.map((id) => failed.get(id) ?? null);
+  }
+
+  /** One step; `read` is the transfer as a batch already read it (null: it does not exist). */
+  async #step(transferId: string, read?: (TransferRow & { legs: LegRow[] }) | null): Promise<StepResult> {
+    const found = read === undefined ? await this.#repo.findWithLegs(transferId) : read;
     if (!found) return 'idle';
     const { legs, ...transfer } = found;
     if (transfer.status === 'PENDING_SETUP') return this.#prepare(transfer, legs);
@@ -102,7 +146,7 @@ export class TransferEngine {
     const provider = this.#provider(leg.provider_id);
     if (!leg.provider_reference) {
       const amount = handedAmount(leg);
-      const { providerReference } = await provider.executeLeg({
+      const { providerReference, report } = await provider.executeLeg({
         legId: leg.id,
         transferId: transfer.id,
         kind: leg.kind,
@@ -114,7 +158,6 @@ export class TransferEngine {
         ...(leg.kind === 'CONVERSION' ? { rate: leg.quoted_rate } : {}),
         ...(transfer.sandbox_outcome ? { sandboxOutcome: legOutcome(transfer, leg, legs) } : {}),
       });
-      const report = await provider.legStatus(providerReference);
       await this.#record(transfer, legs, leg.id, report, { providerReference, actualAmountIn: amount });
       return 'moved';
     }
@@ -134,34 +177,77 @@ export class TransferEngine {
 
   /** Setup: hands the collection leg to its provider, then the transfer is READY_TO_FUND. */
   async #prepare(transfer: TransferRow, legs: LegRow[]): Promise<StepResult> {
-    const collection = legs.find((l) => l.kind === 'COLLECTION' && l.status === 'PENDING');
-    let started: { reference: string; report: LegStatusReport } | null = null;
-    if (collection) {
-      const provider = this.#provider(collection.provider_id);
-      const { providerReference } = await provider.executeLeg({
-        legId: collection.id,
-        transferId: transfer.id,
-        kind: 'COLLECTION',
-        fromAsset: collection.from_asset,
-        toAsset: collection.to_asset,
-        amount: collection.quoted_amount_in,
-        ...(collection.rail ? { rail: collection.rail } : {}),
-        ...(transfer.sandbox_outcome ? { sandboxOutcome: 'SUCCEED' as const } : {}),
-      });
-      started = { reference: providerReference, report: await provider.legStatus(providerReference) };
-    }
-    await this.#inTransaction(transfer.id, 'PENDING_SETUP', async (trx, locked) => {
-      let current = locked;
-      const inTrx = await this.#legsUnder(trx, current, transfer.version, legs);
-      const leg = collection && inTrx.find((l) => l.id === collection.id);
-      if (leg && started && leg.status === 'PENDING') {
-        const changed = await this.#transfers.changeLeg(trx, current, leg, { status: started.report.status, progressStage: started.report.progressStage, providerReference: started.reference });
-        current = changed.transfer;
-        inTrx[inTrx.indexOf(leg)] = changed.leg;
-      }
-      await this.#transfers.transitionLocked(trx, current, { transferId: current.id, to: 'READY_TO_FUND', reason: null, actor: { system: 'engine' } }, inTrx);
-    });
+    const started = await this.#handOff(transfer, legs);
+    await this.#inTransaction(transfer.id, 'PENDING_SETUP', (trx, locked) => this.#completeSetup(trx, locked, transfer.version, legs, started));
     return 'moved';
+  }
+
+  /**
+   * Setup of several transfers: the hand-offs, then one transaction for all. Should that
+   * transaction fail, each transfer gets its own, so one cannot hold the others back.
+   */
+  async #prepareAll(setups: Array<TransferRow & { legs: LegRow[] }>, failed: Map<string, Error>): Promise<void> {
+    const handed = await Promise.all(
+      setups.map(async (transfer) => {
+        try {
+          return { transfer, started: await this.#handOff(transfer, transfer.legs) };
+        } catch (err) {
+          failed.set(transfer.id, asError(err));
+          return null;
+        }
+      }),
+    );
+    const ready = handed.filter((h) => h !== null);
+    const alone = (h: (typeof ready)[number]) =>
+      this.#inTransaction(h.transfer.id, 'PENDING_SETUP', (trx, locked) => this.#completeSetup(trx, locked, h.transfer.version, h.transfer.legs, h.started)).catch(
+        (err: unknown) => void failed.set(h.transfer.id, asError(err)),
+      );
+    if (ready.length < 2) {
+      await Promise.all(ready.map(alone));
+      return;
+    }
+    try {
+      await this.#db.transaction().execute(async (trx) => {
+        const locked = new Map((await this.#repo.lockMany(trx, ready.map((h) => h.transfer.id))).map((row) => [row.id, row]));
+        for (const { transfer, started } of ready) {
+          const row = locked.get(transfer.id);
+          if (row?.status === 'PENDING_SETUP') await this.#completeSetup(trx, row, transfer.version, transfer.legs, started);
+        }
+      });
+    } catch (err) {
+      this.#log.warn({ err, transfers: ready.length }, 'batched setup failed; preparing each transfer on its own');
+      for (const h of ready) await alone(h);
+    }
+  }
+
+  /** The collection leg handed to its provider (outside any transaction); null when there is none to hand. */
+  async #handOff(transfer: TransferRow, legs: LegRow[]): Promise<HandedLeg | null> {
+    const collection = legs.find((l) => l.kind === 'COLLECTION' && l.status === 'PENDING');
+    if (!collection) return null;
+    const handOff = await this.#provider(collection.provider_id).executeLeg({
+      legId: collection.id,
+      transferId: transfer.id,
+      kind: 'COLLECTION',
+      fromAsset: collection.from_asset,
+      toAsset: collection.to_asset,
+      amount: collection.quoted_amount_in,
+      ...(collection.rail ? { rail: collection.rail } : {}),
+      ...(transfer.sandbox_outcome ? { sandboxOutcome: 'SUCCEED' as const } : {}),
+    });
+    return { legId: collection.id, reference: handOff.providerReference, report: handOff.report };
+  }
+
+  /** Setup's change, on the locked transfer: the handed leg's state, then READY_TO_FUND. */
+  async #completeSetup(trx: Transaction<any>, locked: TransferRow, readVersion: number, readLegs: LegRow[], started: HandedLeg | null): Promise<void> {
+    let current = locked;
+    const inTrx = await this.#legsUnder(trx, current, readVersion, readLegs);
+    const leg = started && inTrx.find((l) => l.id === started.legId);
+    if (leg && started && leg.status === 'PENDING') {
+      const changed = await this.#transfers.changeLeg(trx, current, leg, { status: started.report.status, progressStage: started.report.progressStage, providerReference: started.reference });
+      current = changed.transfer;
+      inTrx[inTrx.indexOf(leg)] = changed.leg;
+    }
+    await this.#transfers.transitionLocked(trx, current, { transferId: current.id, to: 'READY_TO_FUND', reason: null, actor: { system: 'engine' } }, inTrx);
   }
 
   /**

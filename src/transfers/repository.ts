@@ -103,6 +103,8 @@ export type NewTransfer = Omit<TransferRow, 'created_at' | 'updated_at' | 'versi
 const jsonOrNull = (v: unknown) => (v == null ? null : JSON.stringify(v)) as never;
 export type NewLeg = Omit<LegRow, 'created_at' | 'updated_at' | 'actual_amount_in' | 'actual_amount_out' | 'status_reason'>;
 export type NewTimelineRow = Omit<TimelineRow, 'sequence' | 'occurred_at'>;
+/** What a leg change may write: its state and what the provider reported, never its identity or plan. */
+export type LegPatch = Partial<Pick<LegRow, 'status' | 'progress_stage' | 'provider_reference' | 'actual_amount_in' | 'actual_amount_out' | 'status_reason' | 'updated_at'>>;
 
 export interface TransferDetailRow extends TransferRow {
   legs: LegRow[];
@@ -207,13 +209,28 @@ export class TransferRepository {
 
   /** The transfer with its legs in one round trip (what every engine step starts from). */
   async findWithLegs(id: string): Promise<(TransferRow & { legs: LegRow[] }) | undefined> {
-    const row = await this.#db
+    return (await this.findManyWithLegs([id]))[0];
+  }
+
+  /** Several transfers with their legs in one round trip (a batch of engine steps); unknown ids are left out. */
+  async findManyWithLegs(ids: string[]): Promise<Array<TransferRow & { legs: LegRow[] }>> {
+    if (!ids.length) return [];
+    const rows = await this.#db
       .selectFrom('transfers as t')
       .selectAll('t')
       .select(LEGS_OF_T.as('legs'))
-      .where('t.id', '=', id)
-      .executeTakeFirst();
-    return row && { ...row, legs: row.legs.map(reviveLeg) };
+      .where('t.id', 'in', ids)
+      .execute();
+    return rows.map((row) => ({ ...row, legs: row.legs.map(reviveLeg) }));
+  }
+
+  /**
+   * Locks several transfers for the rest of the transaction, in id order: two transactions
+   * locking overlapping sets then wait for each other instead of deadlocking.
+   */
+  async lockMany(trx: Transaction<any>, ids: string[]): Promise<TransferRow[]> {
+    if (!ids.length) return [];
+    return (trx as Transaction<Tables>).selectFrom('transfers').selectAll().where('id', 'in', ids).orderBy('id').forUpdate().execute();
   }
 
   async find(id: string, trx?: Transaction<any>): Promise<TransferRow | undefined> {
@@ -229,22 +246,32 @@ export class TransferRepository {
     return this.#db.selectFrom('transfer_legs').selectAll().where('transfer_id', 'in', transferIds).orderBy('transfer_id').orderBy('position').execute();
   }
 
-  async updateLeg(trx: Transaction<any>, legId: string, patch: Partial<Omit<LegRow, 'id' | 'transfer_id' | 'position' | 'kind' | 'created_at'>>): Promise<LegRow> {
-    return (trx as Transaction<Tables>).updateTable('transfer_legs').set(patch as never).where('id', '=', legId).returningAll().executeTakeFirstOrThrow();
-  }
-
   /**
-   * A change's write: the transfer's new state and its timeline item, in one statement (every
-   * change does both, and a round trip each was a third of a change's statements).
+   * A change's write: the transfer's new state, its timeline item and, for a leg change, the
+   * leg's new state, in one statement (every change writes them together, and a round trip each
+   * was most of a change's statements).
    */
-  async updateWithTimeline(trx: Transaction<any>, id: string, patch: Partial<Omit<TransferRow, 'id' | 'organization_id' | 'created_at'>>, item: NewTimelineRow, at: Date): Promise<TransferRow> {
-    return (trx as Transaction<Tables>)
-      .with('timeline_item', (qb) => qb.insertInto('transfer_events').values({ ...item, occurred_at: at }).returning('id'))
+  async updateWithTimeline(
+    trx: Transaction<any>,
+    id: string,
+    patch: Partial<Omit<TransferRow, 'id' | 'organization_id' | 'created_at'>>,
+    item: NewTimelineRow,
+    at: Date,
+    leg?: { id: string; patch: LegPatch },
+  ): Promise<TransferRow> {
+    const withItem = (trx as Transaction<Tables>).with('timeline_item', (qb) => qb.insertInto('transfer_events').values({ ...item, occurred_at: at }).returning('id'));
+    if (!leg) return withItem.updateTable('transfers').set(patch as never).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
+    const { changed_legs: changed, ...row } = await withItem
+      .with('changed_leg', (qb) => qb.updateTable('transfer_legs').set(leg.patch as never).where('id', '=', leg.id).where('transfer_id', '=', id).returning('id'))
       .updateTable('transfers')
       .set(patch as never)
       .where('id', '=', id)
       .returningAll()
+      .returning(sql<number>`(select count(*)::int from changed_leg)`.as('changed_legs'))
       .executeTakeFirstOrThrow();
+    // The statement succeeds whether or not the leg matched; a change to no leg must not commit.
+    if (changed !== 1) throw new Error(`transfer ${id} has no leg ${leg.id}`);
+    return row;
   }
 
   async list(filter: TransferFilter, limit: number, cursor: Cursor | null): Promise<{ rows: TransferRow[]; total: number }> {

@@ -20,7 +20,7 @@ import type { QuoteOptionForTransfer } from '../quotes/service.ts';
 import type { DestinationSnapshot } from '../destinations/service.ts';
 import type { Actor, FundableTransfer, FundingService } from '../funding/service.ts';
 import { TransferRepository } from './repository.ts';
-import type { LegRow, NewLeg, NewTimelineRow, SandboxOutcome, TimelineRow, TransferDetailRow, TransferFilter, TransferRow } from './repository.ts';
+import type { LegPatch, LegRow, NewLeg, NewTimelineRow, SandboxOutcome, TimelineRow, TransferDetailRow, TransferFilter, TransferRow } from './repository.ts';
 import type { CreateTransferBody, OpsTransferListQuery, Transfer, TransferListQuery, TransferSummary } from './schemas.ts';
 import { CANCELABLE, LEG_MOVES, blockingPartyOf, firstStage, isLegTerminal, isTerminal, refuseMove } from './state-machine.ts';
 import type { TransferStatus } from './state-machine.ts';
@@ -540,7 +540,7 @@ export class TransferService {
     }
     if (leg.status === change.status && leg.progress_stage === change.progressStage) throw new Error(`leg ${leg.position}: nothing changed`);
     const now = new Date();
-    const updated = await this.#repo.updateLeg(trx, leg.id, {
+    const legPatch: LegPatch = {
       status: change.status,
       progress_stage: change.progressStage,
       ...(change.providerReference !== undefined ? { provider_reference: change.providerReference } : {}),
@@ -548,7 +548,9 @@ export class TransferService {
       ...(change.actualAmountOut !== undefined ? { actual_amount_out: normalize(change.actualAmountOut, leg.to_asset) } : {}),
       ...(change.reason !== undefined ? { status_reason: change.reason } : {}),
       updated_at: now,
-    });
+    };
+    // The leg is written with the transfer's change below, in its statement.
+    const updated: LegRow = { ...leg, ...legPatch };
     await this.#postLegMovement(trx, transfer, leg, updated);
     const item: NewTimelineRow = {
       id: randomUUID(),
@@ -570,6 +572,7 @@ export class TransferService {
       { version: item.version, updated_at: now, api_view: nextView({ ...transfer, version: item.version, updated_at: now }, updated, item, now) },
       item,
       now,
+      { id: leg.id, patch: legPatch },
     );
     await this.#events.record(trx, {
       organizationId: transfer.organization_id,
