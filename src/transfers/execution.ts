@@ -68,15 +68,8 @@ export class TransferEngine {
     return this.#transfers.repository;
   }
 
-  async #serial<T>(transferId: string, work: () => Promise<T>): Promise<T> {
-    const prior = this.#running.get(transferId) ?? Promise.resolve();
-    const next = prior.catch(() => {}).then(work);
-    this.#running.set(transferId, next);
-    try {
-      return await next;
-    } finally {
-      if (this.#running.get(transferId) === next) this.#running.delete(transferId);
-    }
+  #serial<T>(transferId: string, work: () => Promise<T>): Promise<T> {
+    return this.#serialAll([transferId], work);
   }
 
   /** #serial for several transfers at once: the work starts when none of them has a step running. */
@@ -177,9 +170,13 @@ export class TransferEngine {
 
   /** Setup: hands the collection leg to its provider, then the transfer is READY_TO_FUND. */
   async #prepare(transfer: TransferRow, legs: LegRow[]): Promise<StepResult> {
-    const started = await this.#handOff(transfer, legs);
-    await this.#inTransaction(transfer.id, 'PENDING_SETUP', (trx, locked) => this.#completeSetup(trx, locked, transfer.version, legs, started));
+    await this.#setUpAlone(transfer, legs, await this.#handOff(transfer, legs));
     return 'moved';
+  }
+
+  /** Setup's change for one handed-off transfer, in its own transaction. */
+  #setUpAlone(transfer: TransferRow, legs: LegRow[], started: HandedLeg | null): Promise<void> {
+    return this.#inTransaction(transfer.id, 'PENDING_SETUP', (trx, locked) => this.#completeSetup(trx, locked, transfer.version, legs, started));
   }
 
   /**
@@ -198,10 +195,7 @@ export class TransferEngine {
       }),
     );
     const ready = handed.filter((h) => h !== null);
-    const alone = (h: (typeof ready)[number]) =>
-      this.#inTransaction(h.transfer.id, 'PENDING_SETUP', (trx, locked) => this.#completeSetup(trx, locked, h.transfer.version, h.transfer.legs, h.started)).catch(
-        (err: unknown) => void failed.set(h.transfer.id, asError(err)),
-      );
+    const alone = (h: (typeof ready)[number]) => this.#setUpAlone(h.transfer, h.transfer.legs, h.started).catch((err: unknown) => void failed.set(h.transfer.id, asError(err)));
     if (ready.length < 2) {
       await Promise.all(ready.map(alone));
       return;

@@ -32,6 +32,8 @@ import type { AttemptOutcome } from './sender.ts';
 import { newSigningSecret, signedHeaders } from './signing.ts';
 
 export const DELIVERY_JOB = 'webhooks.deliver';
+/** An enabled endpoint and the event types it takes. */
+type Subscription = Pick<EndpointRow, 'id' | 'event_types'>;
 const PRUNE_JOB = 'webhooks.prune';
 /** How long the delivery log keeps a finished delivery and its attempts. */
 export const DELIVERY_RETENTION_DAYS = 30;
@@ -168,7 +170,7 @@ export class WebhookService {
   readonly #sender: WebhookSender;
   readonly #resolver: Resolver | undefined;
   // Keyed by the transaction object, so each entry goes with its transaction.
-  readonly #subscriptionReads = new WeakMap<Transaction<any>, Map<string, Promise<Array<{ id: string; event_types: string[] }>>>>();
+  readonly #subscriptionReads = new WeakMap<Transaction<any>, Map<string, Promise<Subscription[]>>>();
 
   constructor(deps: { db: Kysely<any>; events: EventService; queue: JobQueue; log: Logger; settings: WebhookSettings; resolver?: Resolver }) {
     this.#db = deps.db;
@@ -353,7 +355,7 @@ export class WebhookService {
    * The organization's subscriptions, read once per transaction: a change records several events
    * in one (a leg's, then the transfer's), and one read serves them all, as of the first.
    */
-  #subscriptionsIn(trx: Transaction<any>, organizationId: string): Promise<Array<{ id: string; event_types: string[] }>> {
+  #subscriptionsIn(trx: Transaction<any>, organizationId: string): Promise<Subscription[]> {
     let byOrganization = this.#subscriptionReads.get(trx);
     if (!byOrganization) this.#subscriptionReads.set(trx, (byOrganization = new Map()));
     let read = byOrganization.get(organizationId);
