@@ -58,8 +58,8 @@ const ms = (seconds: number, count: number) => fmt((seconds * 1000) / count, 2);
  * Where a creation's cost goes, next to a pgbench transaction's: CPU time per operation from
  * /proc over each measured phase (the whole machine, and its PostgreSQL and Corridor processes).
  */
-function cpuTable(reference: { cpu: CpuReading | null; transactions: number }, creation: CpuReading | null, creations: number): string[] {
-  if (!reference.cpu || !creation) return [];
+function cpuTable(reference: { cpu: CpuReading | null; transactions: number }, phases: Array<{ name: string; cpu: CpuReading | null; count: number }>): string[] {
+  if (!reference.cpu || phases.some((p) => !p.cpu)) return [];
   return [
     '',
     'CPU time per operation over each measured phase (from /proc; "machine" is every process on both vCPUs, the load generators included):',
@@ -67,7 +67,7 @@ function cpuTable(reference: { cpu: CpuReading | null; transactions: number }, c
     '| operation | machine ms | PostgreSQL ms | Corridor process ms |',
     '|---|---|---|---|',
     `| pgbench simple-update transaction | ${ms(reference.cpu.machine, reference.transactions)} | ${ms(reference.cpu.postgres, reference.transactions)} | |`,
-    `| quote + transfer creation | ${ms(creation.machine, creations)} | ${ms(creation.postgres, creations)} | ${ms(creation.corridor, creations)} |`,
+    ...phases.map((p) => `| ${p.name} | ${ms(p.cpu!.machine, p.count)} | ${ms(p.cpu!.postgres, p.count)} | ${ms(p.cpu!.corridor, p.count)} |`),
   ];
 }
 
@@ -106,7 +106,7 @@ export default async function run(ctx: BenchContext): Promise<BenchResult> {
       relationship: 'THIRD_PARTY',
     });
     const created: string[] = [];
-    const createOne = async () => {
+    const quoteOne = async (): Promise<string> => {
       const quote = await must('POST', '/v1/quotes', {
         entityId: entity.id,
         from: { type: 'FIAT', country: 'US', currency: 'USD', method: 'ACH' },
@@ -115,14 +115,18 @@ export default async function run(ctx: BenchContext): Promise<BenchResult> {
         fixedSide: 'FROM',
         destinationFiatAccountId: account.id,
       });
+      return quote.options[0].id as string;
+    };
+    const transferOne = async (quoteOptionId: string) => {
       const transfer = await must(
         'POST',
         '/v1/transfers',
-        { quoteOptionId: quote.options[0].id, destination: { type: 'FIAT_ACCOUNT', fiatAccountId: account.id }, entityId: entity.id },
+        { quoteOptionId, destination: { type: 'FIAT_ACCOUNT', fiatAccountId: account.id }, entityId: entity.id },
         { 'idempotency-key': randomUUID() },
       );
       created.push(transfer.id as string);
     };
+    const createOne = async () => transferOne(await quoteOne());
 
     // Warm-up of each path (JIT, connection pools, TLS sessions), then the measured runs.
     const warmup = (await load(CONCURRENCY, 2, createOne)).requests;
@@ -133,6 +137,27 @@ export default async function run(ctx: BenchContext): Promise<BenchResult> {
 
     const drain = await drainSetup(db.url);
     ctx.log(`engine: ${drain.backlog} transfers still in PENDING_SETUP when creation stopped, all prepared ${fmt(drain.seconds, 2)} s later`);
+
+    // The same creation taken apart: quote requests alone, then transfer requests alone on the
+    // options those quotes made (the engine preparing each transfer meanwhile), each with its CPU.
+    const options: string[] = [];
+    const quoteAlone = async () => void options.push(await quoteOne());
+    await load(CONCURRENCY, 2, quoteAlone);
+    const quoteCpuBefore = readCpu(corridor.child.pid);
+    const quotes = await load(CONCURRENCY, SECONDS, quoteAlone);
+    const quoteCpu = cpuBetween(quoteCpuBefore, readCpu(corridor.child.pid));
+    ctx.log(`quote request alone: ${fmt(quotes.perSecond)}/s p50 ${fmt(quotes.p50ms, 2)} ms p99 ${fmt(quotes.p99ms, 2)} ms (${quotes.errors} errors)`);
+    const transferAlone = async () => {
+      const option = options.pop();
+      if (!option) throw new Error('the quote phase made too few options for this phase');
+      await transferOne(option);
+    };
+    await load(CONCURRENCY, 2, transferAlone);
+    const transferCpuBefore = readCpu(corridor.child.pid);
+    const transfers = await load(CONCURRENCY, SECONDS, transferAlone);
+    const transferCpu = cpuBetween(transferCpuBefore, readCpu(corridor.child.pid));
+    ctx.log(`transfer request alone: ${fmt(transfers.perSecond)}/s p50 ${fmt(transfers.p50ms, 2)} ms p99 ${fmt(transfers.p99ms, 2)} ms (${transfers.errors} errors)`);
+    await drainSetup(db.url);
 
     // What the write phase leaves behind (autovacuum of the new rows, dirty buffers for the next
     // checkpoint) is done now, as pgbench vacuums before it measures, so it does not land on
@@ -156,6 +181,8 @@ export default async function run(ctx: BenchContext): Promise<BenchResult> {
     ctx.log(`GET /health: ${fmt(health.perSecond)}/s p50 ${fmt(health.p50ms, 2)} ms p99 ${fmt(health.p99ms, 2)} ms`);
 
     const createRatio = creation.perSecond / pgbenchTps;
+    const half = (name: string, r: LoadResult) =>
+      `| ${name} | ${fmt(r.perSecond)} | ${fmt((r.perSecond / pgbenchTps) * 100)}% | ${fmt(r.p50ms, 2)} | ${fmt(r.p99ms, 2)} | ${r.requests} | ${r.errors} |`;
     const getRatio = reads.perSecond / health.perSecond;
     const verdict = (ratio: number, target: number) => `${fmt(ratio * 100)}% (target ≥ ${target * 100}%: ${ratio >= target ? 'met' : 'MISSED'})`;
     ctx.log(`creation / pgbench: ${verdict(createRatio, TARGET_CREATE)}; GET / health: ${verdict(getRatio, TARGET_GET)}`);
@@ -182,7 +209,22 @@ export default async function run(ctx: BenchContext): Promise<BenchResult> {
       `- GET transfer / GET /health: ${verdict(getRatio, TARGET_GET)}`,
       `- sandbox engine: ${drain.backlog} of the ${creation.requests + warmup} transfers created were still in PENDING_SETUP when creation stopped; ` +
         `it had prepared them all ${fmt(drain.seconds, 2)} s later (it prepares transfers while they are being created, on the same two vCPUs).`,
-      ...cpuTable(pgbenchCpu, creationCpu, creation.requests),
+      '',
+      `The same creation taken apart, each half measured alone for ${SECONDS} s after its own 2 s warm-up: quote requests, then transfer ` +
+        `requests on options those quotes made (the engine preparing each created transfer meanwhile, as above).`,
+      '',
+      '| measure | per second | share of pgbench TPS | p50 ms | p99 ms | requests | errors |',
+      '|---|---|---|---|---|---|---|',
+      half('quote request alone', quotes),
+      half('transfer request alone', transfers),
+      '',
+      `- were a pair's cost the sum of its halves', it would run at 1 / (1/${fmt(quotes.perSecond)} + 1/${fmt(transfers.perSecond)}) = ` +
+        `${fmt(1 / (1 / quotes.perSecond + 1 / transfers.perSecond))}/s; measured above: ${fmt(creation.perSecond)}/s.`,
+      ...cpuTable(pgbenchCpu, [
+        { name: 'quote + transfer creation', cpu: creationCpu, count: creation.requests },
+        { name: 'quote request alone', cpu: quoteCpu, count: quotes.requests },
+        { name: 'transfer request alone', cpu: transferCpu, count: transfers.requests },
+      ]),
     ].join('\n');
     return { title: 'Quotes and transfers', markdown };
   } finally {
