@@ -218,7 +218,7 @@ export default async function run(ctx: BenchContext): Promise<BenchResult> {
       half('quote request alone', quotes),
       half('transfer request alone', transfers),
       '',
-      `- were a pair's cost the sum of its halves', it would run at 1 / (1/${fmt(quotes.perSecond)} + 1/${fmt(transfers.perSecond)}) = ` +
+      `- if a pair cost exactly what its two halves cost alone, it would run at 1 / (1/${fmt(quotes.perSecond)} + 1/${fmt(transfers.perSecond)}) = ` +
         `${fmt(1 / (1 / quotes.perSecond + 1 / transfers.perSecond))}/s; measured above: ${fmt(creation.perSecond)}/s.`,
       ...cpuTable(pgbenchCpu, [
         { name: 'quote + transfer creation', cpu: creationCpu, count: creation.requests },

@@ -3,10 +3,10 @@
 // (4 workers x 1 job per 0.5 s). Steps due together must be taken together.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { startTestServer } from '../../test/helpers/server.ts';
 import type { TestServer } from '../../test/helpers/server.ts';
-import { randomUUID } from 'node:crypto';
 import { assertHistoryConsistent, createTransfer, getTransfer, newCustomer, quoteOption, waitFor } from './test-support.ts';
 import type { Customer } from './test-support.ts';
 
