@@ -2,7 +2,9 @@
 // freshly minted secrets all pass through the server here, and none may reach a log line.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { Writable } from 'node:stream';
 import { startTestServer } from '../../test/helpers/server.ts';
+import { createLogger } from './logger.ts';
 import type { TestServer } from '../../test/helpers/server.ts';
 
 let t: TestServer;
@@ -78,4 +80,24 @@ test('every request log line carries the request id, which the client also sees'
   await t.request('GET', '/v1/users?cursor=very-secret-download-token');
   assert.ok(t.logs.slice(lines).some((l) => (l.req as { url?: string } | undefined)?.url === '/v1/users'));
   assert.ok(!t.rawLogs.join('\n').includes('very-secret-download-token'));
+});
+
+// Regression: the embedded database attaches a failed statement's parameters to its error, and a
+// failed webhook-endpoint insert logged the new signing secret with them.
+test("a logged error keeps its message and SQL but not the failed statement's parameters", () => {
+  const lines: string[] = [];
+  const sink = new Writable({ write(chunk, _encoding, done) { lines.push(String(chunk)); done(); } });
+  const failed = Object.assign(new Error('invalid byte sequence for encoding "UTF8": 0x00'), {
+    code: '22021',
+    query: 'insert into "webhook_endpoints" ("secret") values ($1)',
+    params: ['whsec_u5LS0WfHwlLVG4CH2j2NTeFNVNW+9oIl/DA2ucWdr+U='],
+  });
+  createLogger('info', sink).error({ err: failed }, 'request failed');
+  assert.equal(lines.length, 1);
+  assert.ok(!lines[0]!.includes('whsec_'), lines[0]);
+  const logged = JSON.parse(lines[0]!).err;
+  assert.equal(logged.message, failed.message);
+  assert.equal(logged.code, '22021');
+  assert.equal(logged.query, failed.query);
+  assert.equal(logged.params, undefined);
 });

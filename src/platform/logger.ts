@@ -28,6 +28,14 @@ export function loggerOptions(level: string): LoggerOptions {
     timestamp: pino.stdTimeFunctions.isoTime,
     redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
     serializers: {
+      // The embedded database attaches a failed statement's parameters to its error, and they
+      // can hold what is being written: a new webhook secret, a password hash. The SQL text
+      // stays (it has placeholders, not values).
+      err(err: Error) {
+        const out = pino.stdSerializers.err(err) as Record<string, unknown>;
+        delete out.params;
+        return out;
+      },
       req(req: { id: string; method: string; url: string; headers: Record<string, unknown>; ip?: string }) {
         return {
           id: req.id,

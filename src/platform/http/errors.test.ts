@@ -94,6 +94,28 @@ describe('validation', () => {
     assert.equal(id.body.details[0].path, 'path.id');
   });
 
+  // Regression: PostgreSQL refuses U+0000 in text and jsonb, and a webhook description holding it
+  // reached the database and answered 500.
+  test('a NUL character (U+0000) anywhere in a body, query or path is 422 naming its field, and nothing is written', async () => {
+    const webhook = await call('POST', '/v1/webhook-endpoints', {
+      apiKey: org.apiKey,
+      body: { url: 'https://example.com/hook', eventTypes: ['transfer.status_changed'], description: 'a\u0000b' },
+    });
+    assertError(webhook, 422, 'validation_error');
+    assert.deepEqual(webhook.body.details, [{ path: 'description', message: 'must not contain the NUL character (U+0000)' }]);
+    const listed = await t.request('GET', '/v1/webhook-endpoints', { apiKey: org.apiKey });
+    assert.equal(listed.status, 200);
+    assert.equal(listed.body.meta.total, 0);
+
+    const nested = await call('POST', '/v1/entities', { apiKey: org.apiKey, body: { type: 'INDIVIDUAL', firstName: 'Ada', lastName: 'Love\u0000lace', country: 'US' } });
+    assertError(nested, 422, 'validation_error');
+    assert.deepEqual(nested.body.details.map((d: { path: string }) => d.path), ['lastName']);
+
+    const query = await call('GET', '/v1/users?cursor=a%00b', { apiKey: org.apiKey });
+    assertError(query, 422, 'validation_error');
+    assert.equal(query.body.details[0].path, 'query.cursor');
+  });
+
   test('a cursor this API did not issue is 400 invalid_cursor', async () => {
     for (const cursor of ['garbage', Buffer.from('["x","y"]').toString('base64url'), Buffer.from('{}').toString('base64url')]) {
       assertError(await call('GET', `/v1/users?cursor=${cursor}`, { apiKey: org.apiKey }), 400, 'invalid_cursor');

@@ -26,8 +26,41 @@ const coercingAjv = makeAjv(true);
 
 export const validatorCompiler: FastifySchemaCompiler<any> = ({ schema, httpPart }) => {
   const ajv = httpPart === 'body' ? strictAjv : coercingAjv;
-  return ajv.compile(schema as object);
+  const validate = ajv.compile(schema as object);
+  // PostgreSQL cannot store U+0000 in text or jsonb, so a value holding it would fail at the
+  // database as a 500 (and the failed statement's parameters would reach the error). Every
+  // request part with a schema refuses it here, as a precise 422, before anything runs.
+  const check = (data: unknown) => {
+    if (!validate(data)) {
+      check.errors = validate.errors;
+      return false;
+    }
+    const at = nulCharacterAt(data, '');
+    check.errors = at === null ? null : [{ instancePath: at, schemaPath: '#', keyword: 'pattern', params: {}, message: 'must not contain the NUL character (U+0000)' } as ErrorObject];
+    return at === null;
+  };
+  check.errors = null as ErrorObject[] | null | undefined;
+  return check;
 };
+
+/** The JSON-pointer path of the first string or key holding U+0000, or null when there is none. */
+function nulCharacterAt(value: unknown, path: string): string | null {
+  if (typeof value === 'string') return value.includes('\u0000') ? path : null;
+  if (value === null || typeof value !== 'object') return null;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const found = nulCharacterAt(value[i], `${path}/${i}`);
+      if (found !== null) return found;
+    }
+    return null;
+  }
+  for (const [key, item] of Object.entries(value)) {
+    if (key.includes('\u0000')) return `${path}/${key.replace(/\u0000/g, '')}`;
+    const found = nulCharacterAt(item, `${path}/${key}`);
+    if (found !== null) return found;
+  }
+  return null;
+}
 
 const PART_PREFIX: Record<string, string> = { body: '', querystring: 'query.', params: 'path.', headers: 'headers.' };
 
