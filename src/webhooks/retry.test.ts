@@ -29,7 +29,7 @@ describe('webhook retry schedule', () => {
     assert.ok(delays.size > 10);
   });
 
-  test('Retry-After in seconds or as an HTTP date pushes the retry later, never earlier, and at most 12 hours', () => {
+  test('Retry-After in seconds or as an HTTP date pushes the retry later, never earlier, at most 10 s on the first retry and 12 hours after', () => {
     const now = new Date('2026-01-01T00:00:00.000Z');
     const fixed = { now, random: () => 0.5 };
     assert.equal(parseRetryAfter('120', now), 120);
@@ -38,11 +38,16 @@ describe('webhook retry schedule', () => {
     assert.equal(parseRetryAfter('soon', now), null);
     assert.equal(parseRetryAfter(null, now), null);
 
-    assert.equal(retryDelayMs(1, { ...fixed, retryAfter: '120' }), 120_000);
-    assert.equal(retryDelayMs(1, { ...fixed, retryAfter: 'Thu, 01 Jan 2026 00:05:00 GMT' }), 300_000);
+    assert.equal(retryDelayMs(1, { ...fixed, retryAfter: '8' }), 8_000);
+    assert.equal(retryDelayMs(2, { ...fixed, retryAfter: '120' }), 120_000);
+    assert.equal(retryDelayMs(2, { ...fixed, retryAfter: 'Thu, 01 Jan 2026 00:05:00 GMT' }), 300_000);
     // A Retry-After shorter than the backoff does not hurry the retry.
     assert.equal(retryDelayMs(8, { ...fixed, retryAfter: '1' }), backoffSeconds(8) * 1000);
-    assert.equal(retryDelayMs(1, { ...fixed, retryAfter: '99999999' }), MAX_RETRY_AFTER_SECONDS * 1000);
+    assert.equal(retryDelayMs(2, { ...fixed, retryAfter: '99999999' }), MAX_RETRY_AFTER_SECONDS * 1000);
+    // The first retry still comes within 10 s (DECISIONS.md §10), whatever the receiver asked.
+    assert.equal(retryDelayMs(1, { ...fixed, retryAfter: '120' }), 10_000);
+    assert.equal(retryDelayMs(1, { ...fixed, retryAfter: 'Thu, 01 Jan 2026 00:05:00 GMT' }), 10_000);
+    assert.equal(retryDelayMs(1, { ...fixed, retryAfter: '99999999' }), 10_000);
   });
 
   test('the test-only scale shrinks the backoff but not a Retry-After', () => {

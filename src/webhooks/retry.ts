@@ -13,6 +13,11 @@ export const RETRY_LIMIT = 13;
 export const JITTER = 0.2;
 /** A receiver's Retry-After can push a retry later, but never further than this. */
 export const MAX_RETRY_AFTER_SECONDS = 12 * 3600;
+/**
+ * DECISIONS.md §10 promises the first retry within 10 seconds, so on the first retry a
+ * Retry-After is honoured only up to here; from the second on, up to MAX_RETRY_AFTER_SECONDS.
+ */
+export const FIRST_RETRY_DEADLINE_SECONDS = 10;
 
 /** The nominal wait before retry n (1-based), without jitter. */
 export function backoffSeconds(retry: number): number {
@@ -34,13 +39,15 @@ export function parseRetryAfter(header: string | null | undefined, now: Date): n
 
 /**
  * Milliseconds to wait before retry n. `scale` shrinks the backoff (tests only); Retry-After is
- * honoured as asked, up to MAX_RETRY_AFTER_SECONDS, and never shortens the backoff.
+ * honoured as asked, up to FIRST_RETRY_DEADLINE_SECONDS on the first retry and
+ * MAX_RETRY_AFTER_SECONDS on later ones, and never shortens the backoff.
  */
 export function retryDelayMs(retry: number, options: { retryAfter?: string | null; now: Date; scale?: number; random?: () => number }): number {
   const random = options.random ?? Math.random;
   const jitter = 1 - JITTER + 2 * JITTER * random();
   const backoff = backoffSeconds(retry) * 1000 * jitter * (options.scale ?? 1);
   const asked = parseRetryAfter(options.retryAfter, options.now);
-  const honoured = asked === null ? 0 : Math.min(asked, MAX_RETRY_AFTER_SECONDS) * 1000;
+  const ceiling = retry === 1 ? FIRST_RETRY_DEADLINE_SECONDS : MAX_RETRY_AFTER_SECONDS;
+  const honoured = asked === null ? 0 : Math.min(asked, ceiling) * 1000;
   return Math.round(Math.max(backoff, honoured));
 }

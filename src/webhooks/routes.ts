@@ -24,7 +24,8 @@ export const DELIVERY_CONTRACT = [
     'Webhooks library, e.g. `new Webhook(secret).verify(rawBody, headers)` from the `standardwebhooks` npm package.',
   'Delivery is at least once. Any 2xx answer within the timeout (CORRIDOR_WEBHOOK_TIMEOUT_MS, default 10 s) is success; redirects are not ' +
     'followed and count as failures. Failures are retried with exponential backoff and jitter: about 5 s, 20 s, 80 s, 5 min, 21 min, 85 min, ' +
-    '6 h, then every 12 h, 14 attempts over about 3.3 days; a Retry-After header (seconds or HTTP date) pushes the next attempt later, up to 12 h. ' +
+    '6 h, then every 12 h, 14 attempts over about 3.3 days; a Retry-After header (seconds or HTTP date) pushes the next attempt later, up to 12 h, except that the first retry ' +
+    'always comes within 10 s. ' +
     'A 410 answer disables the endpoint at once, and so do CORRIDOR_WEBHOOK_MAX_CONSECUTIVE_FAILURES failed attempts in a row.',
   'Duplicates and ordering: the same event can arrive more than once and events can arrive out of order. Deduplicate by `webhook-id`, and ' +
     'keep per transfer the highest `data.version` you have applied: drop an event whose version is lower. Fetch the transfer before any ' +

@@ -50,7 +50,18 @@ describe('webhooks for real transfers', () => {
       assert.equal(event.data.status, item.status);
       assert.equal(event.data.blockingParty, item.blockingParty);
       if (event.type === 'transfer.leg_status_changed') {
-        assert.deepEqual(event.data.leg, { position: item.leg.position, status: item.leg.status, progressStage: item.progressStage });
+        // The whole leg (DECISIONS.md §5) as it was at this change.
+        const leg = done.legs[item.leg.position - 1];
+        assert.deepEqual(event.data.leg, {
+          position: item.leg.position,
+          kind: leg.kind,
+          provider: leg.provider,
+          providerReference: event.data.leg.providerReference === null ? null : leg.providerReference,
+          status: item.leg.status,
+          progressStage: item.progressStage,
+          updatedAt: item.occurredAt,
+        });
+        if (item.leg.status !== 'PENDING') assert.equal(event.data.leg.providerReference, leg.providerReference);
       } else {
         assert.equal(event.data.previousStatus, item.previousStatus);
         assert.equal(event.data.leg, undefined);
