@@ -14,9 +14,13 @@ export const EventData = Type.Object(
     leg: Type.Optional(
       Type.Object(
         {
-          position: Type.Optional(Type.Integer()),
-          status: Type.Optional(Type.String()),
-          progressStage: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+          position: Type.Optional(Type.Integer({ description: 'Place of the leg in the execution path, from 1' })),
+          kind: Type.Optional(Type.String({ description: 'COLLECTION, CONVERSION or PAYOUT' })),
+          provider: Type.Optional(Type.String({ description: 'Name of the provider serving the leg' })),
+          providerReference: Type.Optional(Type.Union([Type.String(), Type.Null()], { description: "The provider's customer-safe reference, once the leg was handed to it" })),
+          status: Type.Optional(Type.String({ description: 'PENDING, PROCESSING, COMPLETED, FAILED, RETURNED or CANCELED' })),
+          progressStage: Type.Optional(Type.Union([Type.String(), Type.Null()], { description: 'Where the leg is within its status (enum per leg kind, see Transfer.legs)' })),
+          updatedAt: Type.Optional(Timestamp),
         },
         { description: 'Leg events only: the leg that changed' },
       ),

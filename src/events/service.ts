@@ -33,7 +33,8 @@ export type EventSubscriber = (trx: Transaction<any>, event: RecordedEvent) => P
 // What an event may carry (DECISIONS.md §7). Anything else a producer passes, such as a provider's
 // raw payload or credentials, is dropped here, before it can be stored, listed or delivered.
 const DATA_FIELDS = ['transferId', 'status', 'previousStatus', 'blockingParty', 'version'] as const;
-const LEG_FIELDS = ['position', 'status', 'progressStage'] as const;
+// The leg as DECISIONS.md §5 defines it; its amounts stay on the transfer.
+const LEG_FIELDS = ['position', 'kind', 'provider', 'providerReference', 'status', 'progressStage', 'updatedAt'] as const;
 
 function pick(source: Record<string, unknown>, fields: readonly string[]): Record<string, unknown> {
   const out: Record<string, unknown> = {};

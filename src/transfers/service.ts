@@ -583,7 +583,7 @@ export class TransferService {
         previousStatus: transfer.status,
         blockingParty: transfer.blocking_party,
         version: bumped.version,
-        leg: { position: leg.position, kind: leg.kind, status: change.status, progressStage: change.progressStage },
+        leg: toLeg(updated),
       },
     });
     return { transfer: bumped, leg: updated };

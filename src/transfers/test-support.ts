@@ -150,7 +150,26 @@ export async function assertHistoryConsistent(t: TestServer, transfer: any): Pro
     const item = transfer.timeline[i];
     assert.equal(e.data.status, item.status);
     assert.equal(e.data.blockingParty, item.blockingParty);
-    if (e.type === 'transfer.leg_status_changed') assert.deepEqual(e.data.leg, { position: item.leg.position, status: item.leg.status, progressStage: item.progressStage });
+    if (e.type === 'transfer.leg_status_changed') assertLegEvent(transfer, item, e.data.leg);
     else assert.equal(e.data.previousStatus, item.previousStatus);
   }
+}
+
+/**
+ * A leg event carries the whole leg (DECISIONS.md §5) as it was at its timeline item: the status
+ * and stage of that item, the kind and provider of the transfer's leg, its reference once handed
+ * to the provider, and the item's time as updatedAt.
+ */
+export function assertLegEvent(transfer: any, item: any, reported: any): void {
+  const leg = transfer.legs[item.leg.position - 1];
+  assert.deepEqual(reported, {
+    position: item.leg.position,
+    kind: leg.kind,
+    provider: leg.provider,
+    providerReference: reported.providerReference === null ? null : leg.providerReference,
+    status: item.leg.status,
+    progressStage: item.progressStage,
+    updatedAt: item.occurredAt,
+  });
+  if (item.leg.status !== 'PENDING') assert.equal(reported.providerReference, leg.providerReference);
 }

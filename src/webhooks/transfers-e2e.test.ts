@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { Webhook } from 'standardwebhooks';
 import { startTestServer } from '../../test/helpers/server.ts';
 import type { TestServer } from '../../test/helpers/server.ts';
-import { driveToRest, fund, newCustomer, newTransfer } from '../transfers/test-support.ts';
+import { assertLegEvent, driveToRest, fund, newCustomer, newTransfer } from '../transfers/test-support.ts';
 import { startReceiver, waitFor } from './test-receiver.ts';
 import type { Receiver } from './test-receiver.ts';
 
@@ -50,18 +50,7 @@ describe('webhooks for real transfers', () => {
       assert.equal(event.data.status, item.status);
       assert.equal(event.data.blockingParty, item.blockingParty);
       if (event.type === 'transfer.leg_status_changed') {
-        // The whole leg (DECISIONS.md §5) as it was at this change.
-        const leg = done.legs[item.leg.position - 1];
-        assert.deepEqual(event.data.leg, {
-          position: item.leg.position,
-          kind: leg.kind,
-          provider: leg.provider,
-          providerReference: event.data.leg.providerReference === null ? null : leg.providerReference,
-          status: item.leg.status,
-          progressStage: item.progressStage,
-          updatedAt: item.occurredAt,
-        });
-        if (item.leg.status !== 'PENDING') assert.equal(event.data.leg.providerReference, leg.providerReference);
+        assertLegEvent(done, item, event.data.leg);
       } else {
         assert.equal(event.data.previousStatus, item.previousStatus);
         assert.equal(event.data.leg, undefined);
