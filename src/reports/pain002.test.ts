@@ -30,8 +30,13 @@ async function schemaErrors(xml: string, fileName = 'report.xml'): Promise<strin
 const FROM = '2026-04-01T00:00:00.000Z';
 const TO = '2026-04-02T00:00:00.000Z';
 const ALL_SUPPORTED = ['PENDING_SETUP', 'READY_TO_FUND', 'AWAITING_FUNDS', 'IN_PROGRESS', 'IN_REVIEW', 'COMPLETED', 'FAILED', 'CANCELED'];
-const LONG_REASON = 'The beneficiary bank rejected the payment because the account named in the instruction was closed by its holder; ' +
-  'contact the beneficiary for new account details and send a new instruction.';
+// Longer than three Max105Text pieces, with a character outside the BMP (two UTF-16 units)
+// across the first piece's end: pieces are counted in characters, as the schema counts them.
+const LONG_REASON =
+  'The beneficiary bank rejected the payment because the account named in the instruction was closed '.padEnd(104, '.') +
+  '🏦 by its holder; contact the beneficiary for new account details and send a new instruction. ' +
+  'Funds are returned to the source account once the beneficiary bank confirms the rejection, usually within two business days; ' +
+  'no fee is charged for the returned payment, and the quote used for it cannot be used again.';
 
 let t: TestServer;
 let org: TestOrganization;
@@ -175,9 +180,14 @@ describe('pain.002.001.03.v1', () => {
     assert.equal(rejected.reasonCode, 'NARR');
     assert.deepEqual(rejected.info, ['Beneficiary account closed']);
     assert.equal(rejected.ref, ids.t4!.replace(/-/g, ''));
-    // A long reason is split into Max105Text pieces.
-    assert.ok(p2[1]!.info.length === 2 && p2[1]!.info.every((s) => s.length <= 105));
+    // A long reason is split, whole, into Max105Text pieces of characters (not UTF-16 units).
+    const characters = [...LONG_REASON].length;
+    assert.ok(characters > 315);
+    assert.equal(p2[1]!.info.length, Math.ceil(characters / 105));
+    assert.ok(p2[1]!.info.every((s) => [...s].length <= 105));
     assert.equal(p2[1]!.info.join(''), LONG_REASON);
+    assert.ok(p2[1]!.info[0]!.endsWith('.🏦'));
+    assert.ok(p2[1]!.info[1]!.startsWith(' by its holder'));
     assert.deepEqual(p2[2]!.order, ['StsId', 'OrgnlInstrId', 'OrgnlEndToEndId', 'TxSts', 'AcctSvcrRef']);
     for (const e of [...entries(pmt1), ...p2]) assert.ok(e.stsId && e.stsId.length <= 35);
     assert.ok(!xml!.includes('INSTR-8') && !xml!.includes('INSTR-9') && !xml!.includes('INSTR-10'));

@@ -27,11 +27,15 @@ export const PAIN_002_STATUS: Partial<Record<TransferStatus, 'PDNG' | 'ACSP' | '
 const NOT_XML = /[^\x09\x0A\x0D\x20-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/gu;
 const xmlText = (s: string) => s.replace(NOT_XML, ' ');
 
-/** Max105Text pieces of a reason (at most three), for StsRsnInf/AddtlInf. */
+/**
+ * The whole reason as Max105Text pieces, for StsRsnInf/AddtlInf (which the schema repeats without
+ * bound). The schema counts characters, so pieces are cut between code points, never inside a
+ * surrogate pair.
+ */
 function additionalInfo(reason: string): string[] {
-  const clean = xmlText(reason).trim();
+  const characters = [...xmlText(reason).trim()];
   const pieces: string[] = [];
-  for (let i = 0; i < clean.length && pieces.length < 3; i += 105) pieces.push(clean.slice(i, i + 105));
+  for (let i = 0; i < characters.length; i += 105) pieces.push(characters.slice(i, i + 105).join(''));
   return pieces;
 }
 
