@@ -122,6 +122,17 @@ describe('TRANSFER_ACTIVITY SUMMARY (csv.transfer_activity.summary.v1)', () => {
     assert.equal(d.providerNames, 'Sandbox ACH|Sandbox FX|Sandbox Polygon');
   });
 
+  // Regression: the window's ends were truncated to the millisecond, so a `from` a fraction after
+  // a transfer still took it in, and a `to` a fraction after one still left it out.
+  test('window ends finer than a millisecond keep the window half-open', async () => {
+    const finer = (at: string) => at.replace('Z', '0001Z');
+    const { rows, report } = await csv({ type: 'TRANSFER_ACTIVITY', format: 'CSV', detailLevel: 'SUMMARY', filters: { from: finer(FROM), to: finer(TO) } });
+    // D was created exactly at FROM, before the new start; C exactly at TO, before the new end.
+    assert.deepEqual(rows.map((r) => r.transferId), [A, C]);
+    assert.equal(report.filters.from, '2026-03-01T00:00:00.001Z');
+    assert.equal(report.filters.to, '2026-03-02T00:00:00.001Z');
+  });
+
   test('includeFees adds the fee columns', async () => {
     const { rows, text } = await csv({ type: 'TRANSFER_ACTIVITY', filters: { from: FROM, to: TO, includeFees: true } });
     const header = parseCsv(text)[0]!;

@@ -10,7 +10,7 @@ import { requestFingerprint } from '../platform/idempotency.ts';
 import type { IdempotencyStore, StoredResponse } from '../platform/idempotency.ts';
 import type { JobDefinition, JobQueue } from '../platform/queue.ts';
 import type { Logger } from '../platform/logger.ts';
-import { iso, isoOrNull } from '../platform/time.ts';
+import { ceilToMillisecond, iso, isoOrNull } from '../platform/time.ts';
 import { currentProfile } from './profiles/index.ts';
 import type { ReportProfile } from './profiles/index.ts';
 import { ReportRepository } from './repository.ts';
@@ -121,8 +121,8 @@ export class ReportService {
     const problems: FieldProblem[] = [];
     const isIso = format === 'ISO20022_PAIN_002_001_03';
 
-    const from = Date.parse(f.from);
-    const to = Date.parse(f.to);
+    const from = ceilToMillisecond(f.from).getTime();
+    const to = ceilToMillisecond(f.to).getTime();
     if (!(from < to)) problems.push({ path: 'filters.to', message: 'must be after filters.from (the window is half-open: from included, to excluded)' });
 
     const timestampBasis = f.timestampBasis ?? (body.type === 'TRANSFER_STATUS_HISTORY' ? 'STATUS_EVENT_AT' : 'CREATED_AT');

@@ -4,6 +4,7 @@ import { CompiledQuery, sql } from 'kysely';
 import type { Kysely, Transaction } from 'kysely';
 import type { WithDefaults } from '../platform/db/types.ts';
 import type { Cursor } from '../platform/http/pagination.ts';
+import { ceilToMillisecond } from '../platform/time.ts';
 import type { LegKind, LegStatus } from '../providers/adapter.ts';
 import type { Rail } from '../providers/adapter.ts';
 import type { BlockingParty, TransferStatus } from './state-machine.ts';
@@ -279,8 +280,8 @@ export class TransferRepository {
     if (filter.organizationId !== null) base = base.where('organization_id', '=', filter.organizationId);
     if (filter.status) base = base.where('status', '=', filter.status);
     if (filter.entityId) base = base.where('entity_id', '=', filter.entityId);
-    if (filter.createdFrom) base = base.where('created_at', '>=', new Date(filter.createdFrom));
-    if (filter.createdTo) base = base.where('created_at', '<', new Date(filter.createdTo));
+    if (filter.createdFrom) base = base.where('created_at', '>=', ceilToMillisecond(filter.createdFrom));
+    if (filter.createdTo) base = base.where('created_at', '<', ceilToMillisecond(filter.createdTo));
     let page = base.selectAll();
     if (cursor) {
       const at = new Date(cursor.createdAt);

@@ -387,6 +387,14 @@ describe('transfers', () => {
     assert.ok(window.body.data.map((d: any) => d.id).includes(ids[2]));
     const until = await t.request('GET', `/v1/transfers?createdTo=${encodeURIComponent(third.createdAt)}`, { apiKey: c.org.apiKey });
     assert.ok(!until.body.data.map((d: any) => d.id).includes(ids[2]));
+    // Bounds finer than a millisecond: a tenth of a microsecond after it created, the transfer is
+    // before createdFrom and before createdTo.
+    const justAfter = encodeURIComponent(third.createdAt.replace('Z', '0001Z'));
+    const fromAfter = await t.request('GET', `/v1/transfers?createdFrom=${justAfter}`, { apiKey: c.org.apiKey });
+    assert.equal(fromAfter.status, 200, fromAfter.text);
+    assert.ok(!fromAfter.body.data.map((d: any) => d.id).includes(ids[2]));
+    const toAfter = await t.request('GET', `/v1/transfers?createdTo=${justAfter}`, { apiKey: c.org.apiKey });
+    assert.ok(toAfter.body.data.map((d: any) => d.id).includes(ids[2]));
     const bad = await t.request('GET', '/v1/transfers?cursor=nonsense', { apiKey: c.org.apiKey });
     assert.equal(bad.status, 400);
   });
