@@ -39,6 +39,12 @@ export async function createHttpApp(options: HttpOptions): Promise<{ app: App; m
       return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
     },
     return503OnClosing: true,
+    // Errors Fastify raises before routing (a path that is not valid percent-encoding) skip the
+    // error handler; without this they would answer Fastify's own body, not {code, message}.
+    frameworkErrors: (error, _request, reply) => {
+      const { status, body } = toErrorResponse(error);
+      void (reply as FastifyReply).code(status).send(body);
+    },
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
   }).withTypeProvider<TypeBoxTypeProvider>() as unknown as App;
 
@@ -139,6 +145,8 @@ function toErrorResponse(error: FastifyError | ApiError | Error): { status: numb
       return { status: 413, body: { code: 'payload_too_large', message: 'The request body is larger than this endpoint accepts' } };
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return { status: 415, body: { code: 'unsupported_media_type', message: 'Send the body as application/json' } };
+    case 'FST_ERR_BAD_URL':
+      return { status: 400, body: { code: 'invalid_url', message: 'The request path is not valid percent-encoded UTF-8' } };
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return { status: 400, body: { code: 'invalid_content_length', message: 'Content-Length does not match the body' } };
     default:

@@ -143,6 +143,14 @@ describe('size, media type, routes and methods', () => {
     assertError(await call('POST', '/v1/auth/token', { rawBody: '{"email":"a@b.c","password":"x"}', headers: { 'content-type': 'text/plain' } }), 415, 'unsupported_media_type');
   });
 
+  // Regression: Fastify answered a badly encoded path with its own {error, statusCode} body.
+  test('a path that is not valid percent-encoding is 400 invalid_url', async () => {
+    for (const path of ['/v1/users/%E0%A4%A', '/v1/api-keys/%ZZ']) {
+      assertError(await call('GET', path, { apiKey: org.apiKey }), 400, 'invalid_url');
+      assertError(await call('DELETE', path, { apiKey: org.apiKey }), 400, 'invalid_url');
+    }
+  });
+
   test('an unknown route is 404 not_found, with or without credentials', async () => {
     assertError(await call('GET', '/v1/nope'), 404, 'not_found');
     assertError(await call('GET', '/v1/nope', { apiKey: org.apiKey }), 404, 'not_found');
