@@ -14,7 +14,9 @@ export async function eventRoutes(app: App, deps: { events: EventService }) {
       description:
         'The events of your organization in stream order, after the event named by after= (or from the oldest). ' +
         'A receiver that was down passes the id of the last event it processed and pages on with meta.nextCursor. ' +
-        'Events committed while an older write is still in flight appear once it ends, so a page never skips an event that a later page would show before it.',
+        'Events committed while an older write is still in flight appear once it ends, so a page never skips an event that a later page would show before it. ' +
+        'This list is a stream read from a position (after= and cursor= are the same thing), so meta.total counts the events from this page on: ' +
+        'what is left to read, this page included. It falls as you page and is 0 when you have caught up.',
       querystring: EventListQuery,
       response: { 200: EventList, ...errorResponses(401, 403, 422, 500) },
     },
