@@ -84,6 +84,7 @@ describe('crypto wallets (sandbox)', () => {
       [{ blockchain: 'STELLAR', asset: 'USDC', address: STELLAR_USDC_ISSUER }, 'memo'], // memo required
       [{ blockchain: 'STELLAR', asset: 'USDC', address: STELLAR_USDC_ISSUER, memo: null }, 'memo'],
       [{ blockchain: 'STELLAR', asset: 'USDC', address: STELLAR_USDC_ISSUER, memo: 'x'.repeat(29) }, 'memo'], // over 28 bytes
+      [{ blockchain: 'STELLAR', asset: 'USDC', address: STELLAR_USDC_ISSUER, memo: '   ' }, 'memo'], // blank
       [{ blockchain: 'STELLAR', asset: 'USDC', address: `${STELLAR_USDC_ISSUER.slice(0, 55)}M`, memo: '1' }, 'address'], // StrKey checksum
       [{ blockchain: 'STELLAR', asset: 'USDC', address: STELLAR_USDC_ISSUER, memo: '1', tag: '7' }, 'tag'], // no tags on Stellar
       [{ blockchain: 'ETHEREUM', asset: 'USDC', address: EIP55, memo: '12345' }, 'memo'], // no memos on Ethereum

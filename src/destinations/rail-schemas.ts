@@ -75,7 +75,8 @@ function formatChecks(env: Environment): Record<string, Check> {
     'evm-address': ids.evmAddress,
     'bitcoin-address': ids.bitcoinAddress(env === 'production' ? ['mainnet'] : ['mainnet', 'testnet']),
     'stellar-account': ids.stellarAccount,
-    'stellar-memo': (v) => (Buffer.byteLength(v, 'utf8') <= 28 ? null : 'is longer than a Stellar text memo (28 bytes)'),
+    // A blank memo satisfies "required" in form only: the receiving exchange could not credit it.
+    'stellar-memo': (v) => (v.trim() === '' ? 'must not be blank' : Buffer.byteLength(v, 'utf8') <= 28 ? null : 'is longer than a Stellar text memo (28 bytes)'),
   };
 }
 
