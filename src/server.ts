@@ -20,6 +20,7 @@ import { AuthService } from './auth/service.ts';
 import { installAuthGuard } from './auth/guard.ts';
 import { authRoutes } from './auth/routes.ts';
 import { OrganizationService } from './organizations/service.ts';
+import { organizationRoutes } from './organizations/routes.ts';
 import { UserService } from './users/service.ts';
 import { userRoutes } from './users/routes.ts';
 import { ReportService } from './reports/service.ts';
@@ -244,6 +245,7 @@ export async function createServer(config: Config, options: ServerOptions = {}):
     await systemRoutes(app, { ping: () => database.ping(), engine: database.engine, metrics });
     await authRoutes(app, { auth, signup: config.signup });
     await userRoutes(app, { users });
+    await organizationRoutes(app, { organizations });
     await eventRoutes(app, { events });
     await webhookRoutes(app, { webhooks });
     const railDirectory = rails;

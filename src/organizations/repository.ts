@@ -27,6 +27,10 @@ export class OrganizationRepository {
     return this.#db.selectFrom('organizations').selectAll().where('id', '=', id).executeTakeFirst();
   }
 
+  async updateFeatures(id: string, features: string[]): Promise<OrganizationRow | undefined> {
+    return this.#db.updateTable('organizations').set({ features }).where('id', '=', id).returningAll().executeTakeFirst();
+  }
+
   async findOperator(): Promise<OrganizationRow | undefined> {
     return this.#db.selectFrom('organizations').selectAll().where('kind', '=', 'OPERATOR').executeTakeFirst();
   }

@@ -2,6 +2,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Environment } from '../platform/config.ts';
+import { notFound } from '../platform/http/errors.ts';
+import { iso } from '../platform/time.ts';
 import { OrganizationRepository } from './repository.ts';
 import type { OrganizationRow } from './repository.ts';
 
@@ -15,6 +17,17 @@ export interface Organization {
   features: Feature[];
   createdAt: Date;
 }
+
+/** What the service operator sees of an organization on /v1/ops/organizations. */
+export interface OrganizationView {
+  id: string;
+  name: string;
+  kind: 'CUSTOMER' | 'OPERATOR';
+  features: Feature[];
+  createdAt: string;
+}
+
+const toView = (org: Organization): OrganizationView => ({ ...org, createdAt: iso(org.createdAt) });
 
 const toOrganization = (row: OrganizationRow): Organization => ({
   id: row.id,
@@ -49,6 +62,23 @@ export class OrganizationService {
   async get(id: string): Promise<Organization | null> {
     const row = await this.#repo.findById(id);
     return row ? toOrganization(row) : null;
+  }
+
+  async view(id: string): Promise<OrganizationView> {
+    const org = await this.get(id);
+    if (!org) throw notFound('Organization');
+    return toView(org);
+  }
+
+  /**
+   * Replaces the organization's features. The only way to turn a feature on in production, where
+   * organizations start with none; read on every request, so it applies to the next one.
+   */
+  async setFeatures(id: string, features: readonly Feature[]): Promise<OrganizationView> {
+    // Stored once each, in FEATURES order, so the answer does not depend on how the list was written.
+    const row = await this.#repo.updateFeatures(id, FEATURES.filter((f) => features.includes(f)));
+    if (!row) throw notFound('Organization');
+    return toView(toOrganization(row));
   }
 
   async operator(): Promise<Organization | null> {
