@@ -251,6 +251,53 @@ describe('authentication', () => {
       assert.equal(use.status, 200);
     });
 
+    test('GET /v1/api-keys pages with ?limit and ?cursor, total counts every page', async () => {
+      const org = await t.newOrganization('Paged keys');
+      const other = await t.newOrganization('Other keys');
+      const otherKey = await t.request('POST', '/v1/api-keys', { token: other.token, body: { name: 'other', scopes: ['users:read'] } });
+      for (const n of [1, 2, 3, 4]) {
+        assert.equal((await t.request('POST', '/v1/api-keys', { token: org.token, body: { name: `key ${n}`, scopes: ['users:read'] } })).status, 201);
+      }
+      const all = await t.request('GET', '/v1/api-keys', { token: org.token });
+      assert.equal(all.body.meta.total, 5, 'the sign-up key and the four new ones');
+      assert.equal(all.body.data.length, 5);
+      assert.equal(all.body.meta.nextCursor, null);
+      const allIds = all.body.data.map((k: { id: string }) => k.id);
+      assert.ok(!allIds.includes(otherKey.body.id));
+
+      for (const [limit, expectedPages] of [[2, 3], [1, 5]] as const) {
+        const seen: string[] = [];
+        let cursor: string | null = null;
+        let pages = 0;
+        do {
+          const res = await t.request('GET', `/v1/api-keys?limit=${limit}${cursor ? `&cursor=${cursor}` : ''}`, { apiKey: org.apiKey });
+          assert.equal(res.status, 200);
+          assert.equal(res.body.meta.total, 5);
+          assert.ok(res.body.data.length <= limit);
+          seen.push(...res.body.data.map((k: { id: string }) => k.id));
+          cursor = res.body.meta.nextCursor;
+          pages++;
+        } while (cursor && pages < 10);
+        assert.equal(pages, expectedPages, `limit=${limit}`);
+        assert.deepEqual(seen, allIds, 'every key once, in the order of one big page');
+      }
+    });
+
+    test('GET /v1/api-keys refuses a bad limit, a foreign cursor and unknown query fields', async () => {
+      const org = await t.newOrganization();
+      for (const query of ['limit=0', 'limit=101', 'limit=ten', 'sort=name']) {
+        const res = await t.request('GET', `/v1/api-keys?${query}`, { token: org.token });
+        assert.equal(res.status, 422, query);
+        assert.equal(res.body.code, 'validation_error', query);
+      }
+      const forged = Buffer.from(JSON.stringify(['yesterday', 'not-a-key'])).toString('base64url');
+      for (const cursor of ['garbage', forged]) {
+        const res = await t.request('GET', `/v1/api-keys?cursor=${cursor}`, { token: org.token });
+        assert.equal(res.status, 400, cursor);
+        assert.deepEqual(res.body, { code: 'invalid_cursor', message: 'The cursor is not one this API issued' });
+      }
+    });
+
     test('revocation takes effect at once', async () => {
       const org = await t.newOrganization();
       const created = await t.request('POST', '/v1/api-keys', { token: org.token, body: { name: 'temp', scopes: ['users:read'] } });

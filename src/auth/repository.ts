@@ -1,6 +1,7 @@
 import { CompiledQuery, sql } from 'kysely';
 import type { Kysely } from 'kysely';
 import type { WithDefaults } from '../platform/db/types.ts';
+import type { Cursor } from '../platform/http/pagination.ts';
 
 // Any constants work; they only have to be the same in every Corridor process.
 const STARTUP_LOCKS = { signingKeys: 7_302_118_432, firstOrganization: 7_302_118_433 } as const;
@@ -78,8 +79,16 @@ export class AuthRepository {
     return row && { ...row, scopes: words(row.scopes), organization_features: words(row.organization_features) };
   }
 
-  async listApiKeys(organizationId: string): Promise<ApiKeyRow[]> {
-    return this.#db.selectFrom('api_keys').selectAll().where('organization_id', '=', organizationId).orderBy('created_at').orderBy('id').execute();
+  async listApiKeys(organizationId: string, limit: number, after: Cursor | null): Promise<{ rows: ApiKeyRow[]; total: number }> {
+    let q = this.#db.selectFrom('api_keys').selectAll().where('organization_id', '=', organizationId);
+    if (after) q = q.where((eb) => eb(eb.refTuple('created_at', 'id'), '>', eb.tuple(new Date(after.createdAt), after.id)));
+    const rows = await q.orderBy('created_at').orderBy('id').limit(limit + 1).execute();
+    const count = await this.#db
+      .selectFrom('api_keys')
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .where('organization_id', '=', organizationId)
+      .executeTakeFirstOrThrow();
+    return { rows, total: Number(count.n) };
   }
 
   async revokeApiKey(organizationId: string, id: string): Promise<ApiKeyRow | undefined> {

@@ -1,9 +1,8 @@
 import type { App } from '../platform/http/app.ts';
 import { ApiError } from '../platform/http/errors.ts';
 import { ErrorBody, errorResponses } from '../platform/http/schemas.ts';
-import { Type } from 'typebox';
 import { principalOf } from './guard.ts';
-import { ApiKey, CreateApiKeyBody, CreatedApiKey, IdParams, Jwks, SignUpBody, SignUpResponse, TokenBody, TokenResponse } from './schemas.ts';
+import { ApiKey, ApiKeyList, ApiKeyListQuery, CreateApiKeyBody, CreatedApiKey, IdParams, Jwks, SignUpBody, SignUpResponse, TokenBody, TokenResponse } from './schemas.ts';
 import type { AuthService } from './service.ts';
 
 export async function authRoutes(app: App, deps: { auth: AuthService; signup: 'open' | 'closed' }) {
@@ -58,11 +57,13 @@ export async function authRoutes(app: App, deps: { auth: AuthService; signup: 'o
     schema: {
       tags: ['API keys'],
       summary: 'List API keys without their secrets',
-      response: { 200: Type.Object({ data: Type.Array(ApiKey), meta: Type.Object({ total: Type.Integer(), nextCursor: Type.Null() }) }), ...errorResponses(401, 403) },
+      description: 'Oldest first, revoked keys included.',
+      querystring: ApiKeyListQuery,
+      response: { 200: ApiKeyList, ...errorResponses(400, 401, 403, 422, 500) },
     },
     handler: async (request) => {
-      const data = await deps.auth.listApiKeys(principalOf(request).organizationId);
-      return { data, meta: { total: data.length, nextCursor: null } };
+      const { limit = 25, cursor } = request.query;
+      return deps.auth.listApiKeys(principalOf(request).organizationId, limit, cursor);
     },
   });
 

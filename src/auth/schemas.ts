@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { StringEnum, Timestamp, Uuid } from '../platform/http/schemas.ts';
+import { ListOf, PageQuery, StringEnum, Timestamp, Uuid } from '../platform/http/schemas.ts';
 import { User } from '../users/schemas.ts';
 import { SCOPES } from './permissions.ts';
 
@@ -43,6 +43,9 @@ export const ApiKey = Type.Object(
   },
   { title: 'ApiKey' },
 );
+
+export const ApiKeyList = ListOf(ApiKey, 'ApiKeyList');
+export const ApiKeyListQuery = Type.Object(PageQuery, { additionalProperties: false });
 
 export const CreatedApiKey = Type.Object(
   {

@@ -4,6 +4,7 @@ import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypt
 import type { Kysely } from 'kysely';
 import type { Environment } from '../platform/config.ts';
 import { ApiError } from '../platform/http/errors.ts';
+import { decodeCursor, pageOf } from '../platform/http/pagination.ts';
 import { iso } from '../platform/time.ts';
 import { FEATURES } from '../organizations/service.ts';
 import type { Feature, OrganizationService } from '../organizations/service.ts';
@@ -202,8 +203,10 @@ export class AuthService {
     return { ...toApiKeyView(row), secret };
   }
 
-  async listApiKeys(organizationId: string): Promise<ApiKeyView[]> {
-    return (await this.#repo.listApiKeys(organizationId)).map(toApiKeyView);
+  async listApiKeys(organizationId: string, limit: number, cursor?: string): Promise<{ data: ApiKeyView[]; meta: { total: number; nextCursor: string | null } }> {
+    const { rows, total } = await this.#repo.listApiKeys(organizationId, limit, decodeCursor(cursor));
+    const { page, nextCursor } = pageOf(rows.map(toApiKeyView), limit);
+    return { data: page, meta: { total, nextCursor } };
   }
 
   async revokeApiKey(organizationId: string, id: string): Promise<ApiKeyView> {

@@ -80,6 +80,49 @@ describe('providers', () => {
     ]);
   });
 
+  test('GET /v1/ops/providers pages with ?limit and ?cursor, total counts every page', async () => {
+    const configured = t.server.services.providers.all().length;
+    const all = await t.request('GET', '/v1/ops/providers', { token: opsToken });
+    assert.equal(all.body.meta.total, configured);
+    assert.equal(all.body.data.length, configured, 'the sandbox network fits in the default page of 25');
+    assert.equal(all.body.meta.nextCursor, null);
+    const allIds = all.body.data.map((p: { id: string }) => p.id);
+    assert.deepEqual(allIds, [...allIds].sort(), 'id order');
+
+    for (const limit of [2, 1]) {
+      const seen: string[] = [];
+      let cursor: string | null = null;
+      let pages = 0;
+      do {
+        const res = await t.request('GET', `/v1/ops/providers?limit=${limit}${cursor ? `&cursor=${cursor}` : ''}`, { token: opsToken });
+        assert.equal(res.status, 200);
+        assert.equal(res.body.meta.total, configured);
+        assert.ok(res.body.data.length <= limit);
+        seen.push(...res.body.data.map((p: { id: string }) => p.id));
+        cursor = res.body.meta.nextCursor;
+        pages++;
+      } while (cursor && pages < 50);
+      assert.equal(pages, Math.ceil(configured / limit), `limit=${limit}`);
+      assert.deepEqual(seen, allIds, 'every provider once, in the order of one big page');
+    }
+  });
+
+  test('GET /v1/ops/providers refuses a bad limit, a foreign cursor and unknown query fields', async () => {
+    for (const query of ['limit=0', 'limit=101', 'limit=ten', 'status=DOWN']) {
+      const res = await t.request('GET', `/v1/ops/providers?${query}`, { token: opsToken });
+      assert.equal(res.status, 422, query);
+      assert.equal(res.body.code, 'validation_error', query);
+    }
+    const forged = Buffer.from(JSON.stringify({ p: '../../etc' })).toString('base64url');
+    // The shape of a cursor from the other lists, which name rows by (createdAt, id).
+    const rowCursor = Buffer.from(JSON.stringify(['2026-01-01T00:00:00.000Z', '00000000-0000-4000-8000-000000000000'])).toString('base64url');
+    for (const cursor of ['garbage', forged, rowCursor]) {
+      const res = await t.request('GET', `/v1/ops/providers?cursor=${cursor}`, { token: opsToken });
+      assert.equal(res.status, 400, cursor);
+      assert.deepEqual(res.body, { code: 'invalid_cursor', message: 'The cursor is not one this API issued' });
+    }
+  });
+
   test('PATCH /v1/ops/providers/:id overrides availability and null restores the configured value', async () => {
     const down = await t.request('PATCH', '/v1/ops/providers/sim-gb-fps', { token: opsToken, body: { status: 'DOWN', reason: 'bank maintenance' } });
     assert.equal(down.status, 200);

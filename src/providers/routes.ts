@@ -1,7 +1,7 @@
 import type { App } from '../platform/http/app.ts';
 import { errorResponses } from '../platform/http/schemas.ts';
 import { principalOf } from '../auth/guard.ts';
-import { OpsProvider, OpsProviderList, PatchProviderBody, ProviderIdParams } from './schemas.ts';
+import { OpsProvider, OpsProviderList, OpsProviderListQuery, PatchProviderBody, ProviderIdParams } from './schemas.ts';
 import type { ProviderRegistry } from './service.ts';
 
 export async function providerRoutes(app: App, deps: { providers: ProviderRegistry; onStatusChange?: () => Promise<void> }) {
@@ -10,11 +10,13 @@ export async function providerRoutes(app: App, deps: { providers: ProviderRegist
     schema: {
       tags: ['Operations'],
       summary: 'List providers with their configured and current availability',
-      response: { 200: OpsProviderList, ...errorResponses(401, 403, 500) },
+      description: 'In provider id order.',
+      querystring: OpsProviderListQuery,
+      response: { 200: OpsProviderList, ...errorResponses(400, 401, 403, 422, 500) },
     },
-    handler: async () => {
-      const data = await deps.providers.list();
-      return { data, meta: { total: data.length, nextCursor: null } };
+    handler: async (request) => {
+      const { limit = 25, cursor } = request.query;
+      return deps.providers.list(limit, cursor);
     },
   });
 

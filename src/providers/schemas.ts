@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { StringEnum, Timestamp } from '../platform/http/schemas.ts';
+import { ListOf, PageQuery, StringEnum, Timestamp } from '../platform/http/schemas.ts';
 import { AVAILABILITIES, FIAT_METHODS } from './adapter.ts';
 
 export const Availability = StringEnum(AVAILABILITIES, {
@@ -48,13 +48,8 @@ export const OpsProvider = Type.Object(
   { title: 'OpsProvider', additionalProperties: false },
 );
 
-export const OpsProviderList = Type.Object(
-  {
-    data: Type.Array(OpsProvider),
-    meta: Type.Object({ total: Type.Integer(), nextCursor: Type.Null() }),
-  },
-  { title: 'OpsProviderList' },
-);
+export const OpsProviderList = ListOf(OpsProvider, 'OpsProviderList');
+export const OpsProviderListQuery = Type.Object(PageQuery, { additionalProperties: false });
 
 export const ProviderIdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64 }) });
 

@@ -29,6 +29,23 @@ export interface ProviderView {
   capabilities: Capability[];
 }
 
+// Providers come from the configuration file, not from rows with a created_at, so the shared
+// (createdAt, id) cursor cannot name them: the cursor is the last provider id seen, and the next
+// page starts after it in id order (even if that provider left the file meanwhile).
+const PROVIDER_ID = /^[a-z0-9][a-z0-9-]{1,62}$/;
+const providerCursor = (id: string) => Buffer.from(JSON.stringify({ p: id })).toString('base64url');
+
+function afterProvider(cursor: string | undefined): string | null {
+  if (!cursor) return null;
+  try {
+    const p = (JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as { p?: unknown }).p;
+    if (typeof p === 'string' && PROVIDER_ID.test(p)) return p;
+  } catch {
+    // fall through
+  }
+  throw new ApiError(400, 'invalid_cursor', 'The cursor is not one this API issued');
+}
+
 interface Registered {
   entry: ProviderEntry;
   adapter: ProviderAdapter;
@@ -113,9 +130,15 @@ export class ProviderRegistry {
     this.#overrides = new Map(rows.filter((r) => this.#providers.has(r.provider_id)).map((r) => [r.provider_id, r]));
   }
 
-  async list(): Promise<ProviderView[]> {
+  /** Providers in id order, a page at a time; total counts every configured provider. */
+  async list(limit: number, cursor?: string): Promise<{ data: ProviderView[]; meta: { total: number; nextCursor: string | null } }> {
+    const after = afterProvider(cursor);
     await this.refresh();
-    return [...this.#providers.keys()].sort().map((id) => this.#view(id));
+    const ids = [...this.#providers.keys()].sort();
+    const rest = after === null ? ids : ids.filter((id) => id > after);
+    const page = rest.slice(0, limit);
+    const last = page[page.length - 1];
+    return { data: page.map((id) => this.#view(id)), meta: { total: ids.length, nextCursor: rest.length > limit && last ? providerCursor(last) : null } };
   }
 
   async view(id: string): Promise<ProviderView> {
