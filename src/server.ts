@@ -106,7 +106,7 @@ export async function createServer(config: Config, options: ServerOptions = {}):
 
     const organizations = new OrganizationService(db.kysely, config.env);
     const users = new UserService(db.kysely);
-    const auth = new AuthService({ db: db.kysely, users, organizations, env: config.env });
+    const auth = new AuthService({ db: db.kysely, users, organizations, env: config.env, idp: { jwksUrl: config.idpJwksUrl, issuer: config.idpIssuer, audience: config.idpAudience } });
     await auth.init();
     const idempotency = new IdempotencyStore(db.kysely, config.idempotencyTtlHours);
     queue = new JobQueue(db, log);

@@ -1,5 +1,6 @@
 // Who is calling, and what may they do. Two credentials (SPEC.md "Authentication"): an API key in
-// X-API-Key, or a user's bearer JWT. Failures answer exactly SPEC.md's error table.
+// X-API-Key, or a user's bearer JWT, Corridor's own or, when configured, an external identity
+// provider's. Failures answer exactly SPEC.md's error table.
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Environment } from '../platform/config.ts';
@@ -15,6 +16,7 @@ import { burnPasswordCheck, hashPassword, verifyPassword } from './passwords.ts'
 import { AuthRepository } from './repository.ts';
 import type { ApiKeyRow } from './repository.ts';
 import { ACCESS_TOKEN_TTL_SECONDS, TokenIssuer } from './tokens.ts';
+import { ExternalIdentityProvider } from './external-idp.ts';
 
 export interface Principal {
   kind: 'user' | 'api_key';
@@ -66,16 +68,26 @@ export class AuthService {
   readonly #db: Kysely<any>;
   readonly #repo: AuthRepository;
   readonly #tokens: TokenIssuer;
+  readonly #idp: ExternalIdentityProvider | null;
   readonly #users: UserService;
   readonly #organizations: OrganizationService;
   readonly #env: Environment;
   readonly #keyPrefix: string;
   readonly #lastUsedWritten = new Map<string, number>();
 
-  constructor(deps: { db: Kysely<any>; users: UserService; organizations: OrganizationService; env: Environment }) {
+  constructor(deps: {
+    db: Kysely<any>;
+    users: UserService;
+    organizations: OrganizationService;
+    env: Environment;
+    /** An external identity provider (CORRIDOR_IDP_*); off unless all three are set. */
+    idp?: { jwksUrl: string | null; issuer: string | null; audience: string | null };
+  }) {
     this.#db = deps.db;
     this.#repo = new AuthRepository(deps.db);
     this.#tokens = new TokenIssuer(this.#repo, deps.env);
+    const idp = deps.idp;
+    this.#idp = idp?.jwksUrl && idp.issuer && idp.audience ? new ExternalIdentityProvider({ jwksUrl: idp.jwksUrl, issuer: idp.issuer, audience: idp.audience }) : null;
     this.#users = deps.users;
     this.#organizations = deps.organizations;
     this.#env = deps.env;
@@ -130,10 +142,8 @@ export class AuthService {
   }
 
   async #authenticateBearer(token: string): Promise<Principal> {
-    const claims = await this.#tokens.verify(token);
-    if (!claims) throw UNAUTHORIZED();
-    const found = await this.#users.findActive(claims.userId);
-    if (!found || found.organizationId !== claims.organizationId) throw UNAUTHORIZED();
+    const found = this.#idp && !this.#tokens.claimsToBeOurs(token) ? await this.#externalTokenUser(this.#idp, token) : await this.#ownTokenUser(token);
+    if (!found) throw UNAUTHORIZED();
     const org = await this.#organizations.get(found.organizationId);
     if (!org) throw UNAUTHORIZED();
     return {
@@ -146,6 +156,22 @@ export class AuthService {
       features: new Set(org.features),
       credentialId: `user:${found.user.id}`,
     };
+  }
+
+  async #ownTokenUser(token: string): Promise<{ user: User; organizationId: string } | null> {
+    const claims = await this.#tokens.verify(token);
+    if (!claims) return null;
+    const found = await this.#users.findActive(claims.userId);
+    return found && found.organizationId === claims.organizationId ? found : null;
+  }
+
+  // An unreachable key set throws (auth_failure); a valid token for no active user is a bad token.
+  async #externalTokenUser(idp: ExternalIdentityProvider, token: string): Promise<{ user: User; organizationId: string } | null> {
+    const email = await idp.verifiedEmail(token);
+    if (!email) return null;
+    const found = await this.#users.findForSignIn(email);
+    if (!found || found.user.status !== 'ACTIVE') return null;
+    return { user: found.user, organizationId: found.organizationId };
   }
 
   // last_used_at is informative, so it is written at most once a minute per key and never

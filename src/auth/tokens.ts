@@ -2,7 +2,7 @@
 // process of one deployment signs and verifies with the same keys. Only EdDSA is accepted, which
 // rules out alg:none and HMAC tokens forged with the public key.
 import { randomUUID } from 'node:crypto';
-import { SignJWT, decodeProtectedHeader, exportJWK, generateKeyPair, importJWK, jwtVerify } from 'jose';
+import { SignJWT, decodeJwt, decodeProtectedHeader, exportJWK, generateKeyPair, importJWK, jwtVerify } from 'jose';
 import type { CryptoKey, JWK, JWTHeaderParameters } from 'jose';
 import type { AuthRepository } from './repository.ts';
 
@@ -78,6 +78,18 @@ export class TokenIssuer {
       .setJti(randomUUID())
       .setExpirationTime(`${ACCESS_TOKEN_TTL_SECONDS}s`)
       .sign(key.privateKey);
+  }
+
+  /**
+   * Whether the token says this deployment issued it. Unverified: it only picks the verifier, so
+   * another issuer's token is checked against that issuer's keys and never reloads ours.
+   */
+  claimsToBeOurs(token: string): boolean {
+    try {
+      return decodeJwt(token).iss === this.#issuer;
+    } catch {
+      return false;
+    }
   }
 
   /**

@@ -54,6 +54,22 @@ test('settings that only make sense in pairs are checked together', () => {
   assert.throws(() => loadConfig({ CORRIDOR_OPS_EMAIL: 'ops@example.com', CORRIDOR_OPS_PASSWORD: 'short' }), (err: ConfigError) => err.problems[0]!.startsWith('CORRIDOR_OPS_PASSWORD: must be at least 12 characters'));
 });
 
+test('an external identity provider needs its JWKS URL, issuer and audience together, the URL https in production', () => {
+  const idp = { CORRIDOR_IDP_JWKS_URL: 'http://idp.internal/jwks.json', CORRIDOR_IDP_ISSUER: 'https://idp.example.com/', CORRIDOR_IDP_AUDIENCE: 'corridor' };
+  const config = loadConfig(idp);
+  assert.deepEqual([config.idpJwksUrl, config.idpIssuer, config.idpAudience], ['http://idp.internal/jwks.json', 'https://idp.example.com/', 'corridor']);
+  assert.equal(loadConfig({}).idpJwksUrl, null);
+  for (const partial of [{ CORRIDOR_IDP_JWKS_URL: idp.CORRIDOR_IDP_JWKS_URL }, { CORRIDOR_IDP_ISSUER: idp.CORRIDOR_IDP_ISSUER, CORRIDOR_IDP_AUDIENCE: idp.CORRIDOR_IDP_AUDIENCE }]) {
+    assert.throws(() => loadConfig(partial), (err: ConfigError) => err.problems.length === 1 && err.problems[0] === 'CORRIDOR_IDP_JWKS_URL, CORRIDOR_IDP_ISSUER and CORRIDOR_IDP_AUDIENCE: set all three or none');
+  }
+  assert.throws(
+    () => loadConfig({ ...idp, CORRIDOR_ENV: 'production' }),
+    (err: ConfigError) => err.problems.length === 1 && err.problems[0] === 'CORRIDOR_IDP_JWKS_URL: must be an https URL in production (got "http://idp.internal/jwks.json")',
+  );
+  assert.equal(loadConfig({ ...idp, CORRIDOR_ENV: 'production', CORRIDOR_IDP_JWKS_URL: 'https://idp.example.com/jwks.json' }).idpJwksUrl, 'https://idp.example.com/jwks.json');
+  assert.throws(() => loadConfig({ ...idp, CORRIDOR_IDP_JWKS_URL: 'ftp://idp.internal/jwks' }), (err: ConfigError) => err.problems[0]!.startsWith('CORRIDOR_IDP_JWKS_URL: must be a https: or http: URL'));
+});
+
 test('a secret in a bad value is not echoed back', () => {
   assert.throws(
     () => loadConfig({ CORRIDOR_OPS_EMAIL: 'ops@example.com', CORRIDOR_OPS_PASSWORD: 'tiny-secret' }),

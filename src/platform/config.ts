@@ -40,6 +40,9 @@ export interface Config {
   webhookSecretOverlapSeconds: number;
   webhookMaxConsecutiveFailures: number;
   webhookRetryScale: number;
+  idpJwksUrl: string | null;
+  idpIssuer: string | null;
+  idpAudience: string | null;
 }
 
 export class ConfigError extends Error {
@@ -164,6 +167,9 @@ export const SETTINGS: Setting[] = [
   setting('CORRIDOR_WEBHOOK_SECRET_OVERLAP_SECONDS', 'webhookSecretOverlapSeconds', 'After a webhook secret rotation, how long the replaced secret keeps signing deliveries next to the new one.', integer(0, 30 * 86400), () => 86400, '86400'),
   setting('CORRIDOR_WEBHOOK_MAX_CONSECUTIVE_FAILURES', 'webhookMaxConsecutiveFailures', 'Failed delivery attempts in a row (across all its deliveries) after which a webhook endpoint is disabled.', integer(1, 1_000_000), () => 100, '100'),
   setting('CORRIDOR_WEBHOOK_RETRY_SCALE', 'webhookRetryScale', 'Testing only: multiplies webhook retry backoff (0.001 turns 5 s into 5 ms). Leave at 1.', positiveDecimal, () => 1, '1'),
+  setting('CORRIDOR_IDP_JWKS_URL', 'idpJwksUrl', 'JWKS address of an external identity provider whose bearer tokens are also accepted, mapped to Corridor users by their email claim. With CORRIDOR_IDP_ISSUER and CORRIDOR_IDP_AUDIENCE; https in production.', url(['https:', 'http:']), () => null, 'none'),
+  setting('CORRIDOR_IDP_ISSUER', 'idpIssuer', 'The iss claim the external identity provider\'s tokens must carry.', text, () => null, 'none'),
+  setting('CORRIDOR_IDP_AUDIENCE', 'idpAudience', 'The aud claim the external identity provider\'s tokens must carry (this Corridor deployment).', text, () => null, 'none'),
 ];
 
 /** Reads and validates the whole configuration; throws ConfigError with one line per bad variable. */
@@ -187,6 +193,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     }
     if (config.reportStorage === 's3' && (!config.s3Bucket || !config.s3Region)) {
       problems.push('CORRIDOR_REPORT_STORAGE=s3 needs CORRIDOR_S3_BUCKET and CORRIDOR_S3_REGION (or AWS_REGION)');
+    }
+    const idp = [config.idpJwksUrl, config.idpIssuer, config.idpAudience].filter((v) => v !== null).length;
+    if (idp !== 0 && idp !== 3) {
+      problems.push('CORRIDOR_IDP_JWKS_URL, CORRIDOR_IDP_ISSUER and CORRIDOR_IDP_AUDIENCE: set all three or none');
+    }
+    // Keys fetched over plain HTTP could be swapped in transit, and with them anyone's identity.
+    if (config.env === 'production' && config.idpJwksUrl && new URL(config.idpJwksUrl).protocol !== 'https:') {
+      problems.push(`CORRIDOR_IDP_JWKS_URL: must be an https URL in production (got ${JSON.stringify(config.idpJwksUrl)})`);
     }
   }
   if (problems.length) throw new ConfigError(problems);
