@@ -259,7 +259,7 @@ export class TransferEngine {
       if (report.reason !== undefined) change.reason = report.reason;
       const changed = await this.#transfers.changeLeg(trx, locked, leg, change);
       const transfer = changed.transfer;
-      const outcome = consequence(leg, report.status, legs);
+      const outcome = consequence(transfer, leg, report.status, legs);
       if (outcome) {
         legs[legs.indexOf(leg)] = changed.leg;
         await this.#transfers.transitionLocked(trx, transfer, { transferId: transfer.id, to: outcome.to, reason: outcome.reason, actor: { system: 'engine' } }, legs);
@@ -479,10 +479,13 @@ function legOutcome(transfer: TransferRow, leg: LegRow, legs: LegRow[]): 'SUCCEE
 }
 
 /** What a leg's new status means for the transfer, if anything. */
-function consequence(leg: LegRow, status: LegRow['status'], legs: LegRow[]): { to: TransferStatus; reason: string | null } | null {
+function consequence(transfer: TransferRow, leg: LegRow, status: LegRow['status'], legs: LegRow[]): { to: TransferStatus; reason: string | null } | null {
   if (status === 'FAILED') {
     // Before any payout ran, a failure gives the source funds back: the transfer is refunded.
     if (leg.kind === 'CONVERSION') return { to: 'REFUNDED', reason: 'conversion_failed' };
+    // The sandbox's refund scenario (.94) on a path with no conversion fails the payout instead,
+    // and still has to end REFUNDED (DECISIONS.md §6): the payout was refused, nothing delivered.
+    if (transfer.sandbox_outcome === 'REFUND') return { to: 'REFUNDED', reason: leg.kind === 'PAYOUT' ? 'payout_failed' : 'collection_failed' };
     return { to: 'FAILED', reason: leg.kind === 'PAYOUT' ? 'payout_failed' : 'collection_failed' };
   }
   if (status === 'RETURNED') return { to: 'RETURNED', reason: 'payout_returned' };

@@ -35,7 +35,7 @@ export async function transferRoutes(app: App, deps: { transfers: TransferServic
         '409 idempotency_key_reused, 409 idempotency_request_in_progress, 422 quote_expired, 409 quote_option_used, ' +
         '409 quote_destination_changed, 422 entity_not_onboarded, 422 destination_mismatch, 422 quote_entity_mismatch. ' +
         'Sandbox: the fraction of the quote request amount picks an outcome: .91 payout fails (FAILED), .92 payout returned (RETURNED), ' +
-        '.93 review after funding (IN_REVIEW), .94 conversion fails (REFUNDED); anything else completes.',
+        '.93 review after funding (IN_REVIEW), .94 conversion fails, or the payout on a path without one (REFUNDED); anything else completes.',
       headers: IdempotencyHeaders,
       body: CreateTransferBody,
       response: { 201: Transfer, ...errorResponses(400, 401, 403, 404, 409, 422, 500) },

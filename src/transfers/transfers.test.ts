@@ -5,6 +5,7 @@ import { sql } from 'kysely';
 import { startTestServer } from '../../test/helpers/server.ts';
 import type { TestServer } from '../../test/helpers/server.ts';
 import {
+  ACH,
   TERMINAL,
   assertHistoryConsistent,
   createTransfer,
@@ -223,6 +224,44 @@ describe('transfers', () => {
       await assertHistoryConsistent(t, done);
     });
   }
+
+  // Regression: on a path without a conversion the refund scenario failed the payout and ended
+  // FAILED, so .94 could not reach REFUNDED there.
+  test('magic amount .94 ends REFUNDED on a path without a conversion too', async () => {
+    const wire = { type: 'FIAT', country: 'US', currency: 'USD', method: 'WIRE' };
+    const account = await t.request('POST', '/v1/fiat-accounts', {
+      apiKey: a.org.apiKey,
+      body: {
+        entityId: a.entityId,
+        rail: { country: 'US', currency: 'USD', method: 'WIRE' },
+        details: { routingNumber: '026009593', accountNumber: '123456789' },
+        beneficiary: { name: 'Ada Lovelace', type: 'INDIVIDUAL', address: { line1: '1 Main Street', city: 'Springfield', postalCode: '12345', country: 'US' } },
+        relationship: 'THIRD_PARTY',
+      },
+    });
+    assert.equal(account.status, 201, account.text);
+    const quote = await t.request('POST', '/v1/quotes', {
+      apiKey: a.org.apiKey,
+      body: { entityId: a.entityId, from: ACH, to: wire, amount: '50.94', fixedSide: 'FROM', destinationFiatAccountId: account.body.id },
+    });
+    assert.equal(quote.status, 201, quote.text);
+    const option = quote.body.options.find((o: any) => o.legs.every((l: any) => l.kind !== 'CONVERSION'));
+    assert.ok(option, 'a direct option without a conversion');
+    const created = await t.request('POST', '/v1/transfers', {
+      apiKey: a.org.apiKey,
+      headers: { 'idempotency-key': randomUUID() },
+      body: { quoteOptionId: option.id, destination: { type: 'FIAT_ACCOUNT', fiatAccountId: account.body.id }, entityId: a.entityId },
+    });
+    assert.equal(created.status, 201, created.text);
+    await driveToRest(t, a, created.body.id);
+    await fund(t, a, created.body.id);
+    const done = await driveToRest(t, a, created.body.id);
+    assert.equal(done.status, 'REFUNDED');
+    assert.equal(done.statusReason, 'payout_failed');
+    assert.equal(done.legs.find((l: any) => l.kind === 'PAYOUT').status, 'FAILED');
+    assert.equal(done.actual.feeTotal, '0.00', 'fees are given back when nothing was delivered');
+    await assertHistoryConsistent(t, done);
+  });
 
   test('CANCELED: cancel works until the funds arrive, then 409 transfer_not_cancelable', async () => {
     const created = await newTransfer(t, a, '75.00');
