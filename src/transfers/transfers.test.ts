@@ -263,6 +263,15 @@ describe('transfers', () => {
     await assertHistoryConsistent(t, done);
   });
 
+  // Regression: the fund body is optional ({amount?}), but a POST with no body at all was 422.
+  test('sandbox fund without any body funds the exact amount', async () => {
+    const created = await newTransfer(t, a, '64.00');
+    await driveToRest(t, a, created.id);
+    const funded = await t.request('POST', `/v1/sandbox/transfers/${created.id}/fund`, { apiKey: a.org.apiKey });
+    assert.equal(funded.status, 200, funded.text);
+    assert.equal(funded.body.status, 'IN_PROGRESS');
+  });
+
   test('CANCELED: cancel works until the funds arrive, then 409 transfer_not_cancelable', async () => {
     const created = await newTransfer(t, a, '75.00');
     const canceled = await t.request('POST', `/v1/transfers/${created.id}/cancel`, { apiKey: a.org.apiKey });

@@ -93,6 +93,13 @@ export async function createHttpApp(options: HttpOptions): Promise<{ app: App; m
     reply.header('X-Request-Id', request.id);
   });
 
+  // A POST sent without any body is read as an empty object: routes whose fields are all optional
+  // (sandbox fund, ops approve) then work as documented, and a route with required fields names
+  // each missing one instead of answering "body: must be object".
+  app.addHook('preValidation', async (request) => {
+    if (request.body === undefined && request.routeOptions.schema?.body) request.body = {};
+  });
+
   app.addHook('onResponse', async (request, reply) => {
     const route = request.routeOptions.url ?? 'unmatched';
     metrics.httpRequests.inc({ method: request.method, route, status: String(reply.statusCode) });
