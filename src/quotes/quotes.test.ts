@@ -367,6 +367,10 @@ describe('quotes', () => {
 
     while (Date.now() <= expiresAt + 50) await new Promise((r) => setTimeout(r, 100));
     assert.equal((await optionForTransfer(optionId)).status, 'EXPIRED', 'an elapsed option reads as EXPIRED before the job runs');
+    // Regression: GET /v1/quotes/{id} showed the stored OPEN until the job ran.
+    const stored = await t.server.db.kysely.selectFrom('quote_options').select('status').where('id', '=', optionId).executeTakeFirstOrThrow();
+    assert.equal(stored.status, 'OPEN', 'the job has not run yet');
+    assert.equal(await statusOf(), 'EXPIRED', 'the quote read shows it EXPIRED too');
     await t.server.queue.send('quotes.expire-options', {});
     const deadline = Date.now() + 30_000;
     while ((await statusOf()) !== 'EXPIRED' && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));

@@ -5,6 +5,9 @@ import type { WithDefaults } from '../platform/db/types.ts';
 export type OptionStatus = 'OPEN' | 'USED' | 'EXPIRED';
 export type DestinationType = 'FIAT_ACCOUNT' | 'CRYPTO_WALLET';
 
+/** An option's status with an elapsed expiry read as EXPIRED, by the database clock. */
+const EFFECTIVE_STATUS = sql<OptionStatus>`case when o.status = 'OPEN' and o.expires_at <= now() then 'EXPIRED' else o.status end`.as('effective_status');
+
 export interface QuoteRow {
   id: string;
   organization_id: string;
@@ -98,7 +101,15 @@ export class QuoteRepository {
   async find(organizationId: string, id: string): Promise<{ quote: QuoteRow; options: QuoteOptionRow[] } | null> {
     const quote = await this.#db.selectFrom('quotes').selectAll().where('organization_id', '=', organizationId).where('id', '=', id).executeTakeFirst();
     if (!quote) return null;
-    const options = await this.#db.selectFrom('quote_options').selectAll().where('quote_id', '=', id).orderBy('rank').execute();
+    const rows = await this.#db
+      .selectFrom('quote_options as o')
+      .selectAll('o')
+      .select(EFFECTIVE_STATUS)
+      .where('o.quote_id', '=', id)
+      .orderBy('o.rank')
+      .execute();
+    // The expiry job runs once a minute; a read must not show an elapsed option as OPEN meanwhile.
+    const options = rows.map(({ effective_status, ...row }) => ({ ...row, status: effective_status }));
     return { quote, options };
   }
 
@@ -117,7 +128,7 @@ export class QuoteRepository {
         'q.destination_type',
         'q.destination_id',
         'q.destination_version',
-        sql<OptionStatus>`case when o.status = 'OPEN' and o.expires_at <= now() then 'EXPIRED' else o.status end`.as('effective_status'),
+        EFFECTIVE_STATUS,
       ])
       .where('o.organization_id', '=', organizationId)
       .where('o.id', '=', optionId)
