@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Environment } from '../platform/config.ts';
 import { ApiError, notFound, unprocessable, validationError } from '../platform/http/errors.ts';
-import { decodeCursor, pageOf } from '../platform/http/pagination.ts';
+import { decodeCursor, decodeKeyCursor, encodeKeyCursor, pageOf } from '../platform/http/pagination.ts';
 import { iso } from '../platform/time.ts';
 import type { FiatMethod } from '../providers/adapter.ts';
 import type { EntityService } from '../entities/service.ts';
@@ -126,18 +126,8 @@ const walletInstructions = (v: Pick<VersionRow, 'relationship' | 'rail' | 'instr
   return { relationship: v.relationship, blockchain: rail.blockchain, asset: rail.asset, address: i.address, memo: i.memo, tag: i.tag };
 };
 
-const versionCursor = (version: number) => Buffer.from(JSON.stringify({ v: version })).toString('base64url');
-
-function afterVersion(cursor: string | undefined): number {
-  if (!cursor) return 0;
-  try {
-    const v = (JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as { v?: unknown }).v;
-    if (Number.isInteger(v) && (v as number) >= 0) return v as number;
-  } catch {
-    // fall through
-  }
-  throw new ApiError(400, 'invalid_cursor', 'The cursor is not one this API issued');
-}
+const isVersion = (v: unknown): v is number => Number.isInteger(v) && (v as number) >= 0;
+const afterVersion = (cursor: string | undefined): number => (cursor ? decodeKeyCursor(cursor, 'v', isVersion) : 0);
 
 export class DestinationService {
   readonly #repo: DestinationRepository;
@@ -345,7 +335,7 @@ export class DestinationService {
     if (!found) throw notFound(NOUN[kind]);
     const page = found.rows.slice(0, query.limit).map((v) => map(found.destination, v));
     const last = page[page.length - 1];
-    return { data: page, meta: { total: found.destination.version, nextCursor: found.rows.length > query.limit && last ? versionCursor(last.version) : null } };
+    return { data: page, meta: { total: found.destination.version, nextCursor: found.rows.length > query.limit && last ? encodeKeyCursor('v', last.version) : null } };
   }
 
   #versionHeader(destination: DestinationRow, v: VersionRow) {

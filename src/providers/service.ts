@@ -3,6 +3,7 @@
 // overrides live in provider_status so every process sees them (after its next refresh).
 import type { Kysely } from 'kysely';
 import { ApiError, notFound } from '../platform/http/errors.ts';
+import { decodeKeyCursor, encodeKeyCursor } from '../platform/http/pagination.ts';
 import type { Logger } from '../platform/logger.ts';
 import { iso } from '../platform/time.ts';
 import { isSimulated, railKey } from './adapter.ts';
@@ -33,18 +34,8 @@ export interface ProviderView {
 // (createdAt, id) cursor cannot name them: the cursor is the last provider id seen, and the next
 // page starts after it in id order (even if that provider left the file meanwhile).
 const PROVIDER_ID = /^[a-z0-9][a-z0-9-]{1,62}$/;
-const providerCursor = (id: string) => Buffer.from(JSON.stringify({ p: id })).toString('base64url');
-
-function afterProvider(cursor: string | undefined): string | null {
-  if (!cursor) return null;
-  try {
-    const p = (JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as { p?: unknown }).p;
-    if (typeof p === 'string' && PROVIDER_ID.test(p)) return p;
-  } catch {
-    // fall through
-  }
-  throw new ApiError(400, 'invalid_cursor', 'The cursor is not one this API issued');
-}
+const isProviderId = (p: unknown): p is string => typeof p === 'string' && PROVIDER_ID.test(p);
+const afterProvider = (cursor: string | undefined): string | null => (cursor ? decodeKeyCursor(cursor, 'p', isProviderId) : null);
 
 interface Registered {
   entry: ProviderEntry;
@@ -138,7 +129,7 @@ export class ProviderRegistry {
     const rest = after === null ? ids : ids.filter((id) => id > after);
     const page = rest.slice(0, limit);
     const last = page[page.length - 1];
-    return { data: page.map((id) => this.#view(id)), meta: { total: ids.length, nextCursor: rest.length > limit && last ? providerCursor(last) : null } };
+    return { data: page.map((id) => this.#view(id)), meta: { total: ids.length, nextCursor: rest.length > limit && last ? encodeKeyCursor('p', last) : null } };
   }
 
   async view(id: string): Promise<ProviderView> {

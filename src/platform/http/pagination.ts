@@ -12,17 +12,39 @@ export function encodeCursor(row: { createdAt: Date | string; id: string }): str
   return Buffer.from(JSON.stringify([createdAt, row.id])).toString('base64url');
 }
 
+const invalidCursor = () => new ApiError(400, 'invalid_cursor', 'The cursor is not one this API issued');
+
+function parseCursor(cursor: string): unknown {
+  try {
+    return JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
 export function decodeCursor(cursor: string | undefined): Cursor | null {
   if (!cursor) return null;
-  try {
-    const parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
-    if (Array.isArray(parsed) && parsed.length === 2 && typeof parsed[0] === 'string' && typeof parsed[1] === 'string' && !Number.isNaN(Date.parse(parsed[0])) && /^[0-9a-f-]{36}$/i.test(parsed[1])) {
-      return { createdAt: parsed[0], id: parsed[1] };
-    }
-  } catch {
-    // fall through
+  const parsed = parseCursor(cursor);
+  if (Array.isArray(parsed) && parsed.length === 2 && typeof parsed[0] === 'string' && typeof parsed[1] === 'string' && !Number.isNaN(Date.parse(parsed[0])) && /^[0-9a-f-]{36}$/i.test(parsed[1])) {
+    return { createdAt: parsed[0], id: parsed[1] };
   }
-  throw new ApiError(400, 'invalid_cursor', 'The cursor is not one this API issued');
+  throw invalidCursor();
+}
+
+/**
+ * For lists ordered by one key of their own rather than (createdAt, id), such as a version number
+ * or a configured provider id: the cursor holds the last key seen under `name`.
+ */
+export function encodeKeyCursor(name: string, key: string | number): string {
+  return Buffer.from(JSON.stringify({ [name]: key })).toString('base64url');
+}
+
+/** The key an encodeKeyCursor cursor holds, when `accept` takes it; 400 invalid_cursor otherwise. */
+export function decodeKeyCursor<K extends string | number>(cursor: string, name: string, accept: (key: unknown) => key is K): K {
+  const parsed = parseCursor(cursor);
+  const key = parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Record<string, unknown>)[name] : undefined;
+  if (accept(key)) return key;
+  throw invalidCursor();
 }
 
 /** Given limit+1 fetched rows, returns the page and the cursor for the next one. */
