@@ -61,6 +61,14 @@ export async function createHttpApp(options: HttpOptions): Promise<{ app: App; m
   const known = FindMyWay({ ignoreTrailingSlash: true });
   app.addHook('onRoute', (route) => {
     documentRequestErrors(route.schema as Record<string, unknown> | undefined);
+    // A POST sent without any body is read as an empty object: routes whose fields are all optional
+    // (sandbox fund, ops approve) then work as documented, and a route with required fields names
+    // each missing one instead of answering "body: must be object". Only routes with a body get
+    // the hook, so reads pay nothing for it.
+    if (route.schema?.body) {
+      const existing = route.preValidation ? [route.preValidation].flat() : [];
+      route.preValidation = [emptyBodyAsObject, ...existing];
+    }
     const methods = Array.isArray(route.method) ? route.method : [route.method];
     for (const m of methods) {
       if (m === 'HEAD' || m === 'OPTIONS') continue;
@@ -93,13 +101,6 @@ export async function createHttpApp(options: HttpOptions): Promise<{ app: App; m
     reply.header('X-Request-Id', request.id);
   });
 
-  // A POST sent without any body is read as an empty object: routes whose fields are all optional
-  // (sandbox fund, ops approve) then work as documented, and a route with required fields names
-  // each missing one instead of answering "body: must be object".
-  app.addHook('preValidation', async (request) => {
-    if (request.body === undefined && request.routeOptions.schema?.body) request.body = {};
-  });
-
   app.addHook('onResponse', async (request, reply) => {
     const route = request.routeOptions.url ?? 'unmatched';
     metrics.httpRequests.inc({ method: request.method, route, status: String(reply.statusCode) });
@@ -124,6 +125,11 @@ export async function createHttpApp(options: HttpOptions): Promise<{ app: App; m
   });
 
   return { app, metrics };
+}
+
+function emptyBodyAsObject(request: FastifyRequest, _reply: FastifyReply, done: () => void): void {
+  if (request.body === undefined) request.body = {};
+  done();
 }
 
 /**
