@@ -38,6 +38,8 @@ const LONG_REASON =
   'Funds are returned to the source account once the beneficiary bank confirms the rejection, usually within two business days; ' +
   'no fee is charged for the returned payment, and the quote used for it cannot be used again.';
 
+const UNICODE_E2E = '🏦'.repeat(35);
+
 let t: TestServer;
 let org: TestOrganization;
 const ids: Record<string, string> = {};
@@ -91,6 +93,10 @@ before(async () => {
     }),
     groupTransfer('m2', 'MSG-MISSING', 'PMT-M', 14, path_(['PENDING_SETUP', at('01:00')], ['IN_PROGRESS', at('02:00')]), {
       paymentReferences: { originalMessageId: 'MSG-MISSING', originalPaymentInformationId: 'PMT-M' },
+    }),
+    // References outside Latin-1, one of 35 characters that are 70 UTF-16 units.
+    groupTransfer('u1', 'MSG-UNICODE', 'ПЛАТЁЖ-1', 15, path_(['PENDING_SETUP', at('01:00')], ['COMPLETED', at('02:00')]), {
+      paymentReferences: { ...paymentReferences('MSG-UNICODE', 'ПЛАТЁЖ-1', 15), originalInstructionId: '指示-15 <&>', originalEndToEndId: UNICODE_E2E },
     }),
   ];
   const created = await insertTransfers(t.server.db.kysely, org.organizationId, specs.map(([, s]) => s));
@@ -235,6 +241,18 @@ describe('pain.002.001.03.v1', () => {
     const fine = await iso({ originalMessageId: 'MSG-MISSING', statuses: ['AWAITING_FUNDS'] });
     assert.equal(fine.report.status, 'READY');
     assert.deepEqual(await schemaErrors(fine.xml!), []);
+  });
+
+  test('references outside Latin-1 are emitted unchanged; Max35Text counts characters, not UTF-16 units', async () => {
+    const { report, xml } = await iso({ originalMessageId: 'MSG-UNICODE', statuses: ['COMPLETED'] });
+    assert.equal(report.status, 'READY', JSON.stringify(report));
+    assert.equal(report.artifact.rowCount, 1);
+    assert.deepEqual(await schemaErrors(xml!), []);
+    const root = create(xml!).root().node as any;
+    const text = (name: string) => root.getElementsByTagName(name)[0]?.textContent;
+    assert.equal(text('OrgnlPmtInfId'), 'ПЛАТЁЖ-1');
+    assert.equal(text('OrgnlInstrId'), '指示-15 <&>');
+    assert.equal(text('OrgnlEndToEndId'), UNICODE_E2E);
   });
 
   test('preview: matchingTransferCount is the selection, outputRowCount the status entries', async () => {

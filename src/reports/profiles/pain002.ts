@@ -41,9 +41,12 @@ function additionalInfo(reason: string): string[] {
 
 const compactId = (uuid: string) => uuid.replace(/-/g, '');
 
+/** Max35Text counts characters (code points), as the transfer API and the read model's length() do, not UTF-16 units. */
+const isMax35Text = (v: string | null) => v !== null && v.length > 0 && [...v].length <= 35;
+
 function referencesOf(row: IsoEntryRow): { pmtInfId: string; instrId: string; endToEndId: string } {
   const fields = [row.source_system, row.original_message_id, row.original_message_name_id, row.original_payment_information_id, row.original_instruction_id, row.original_end_to_end_id];
-  if (fields.some((v) => v === null || v.length < 1 || v.length > 35)) {
+  if (!fields.every(isMax35Text)) {
     throw new ReportFailure('missing_payment_references', `Transfer ${row.transfer_id} does not carry all six paymentReferences (1 to 35 characters each)`);
   }
   return { pmtInfId: row.original_payment_information_id!, instrId: row.original_instruction_id!, endToEndId: row.original_end_to_end_id! };
