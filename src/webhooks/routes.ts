@@ -108,7 +108,9 @@ export async function webhookRoutes(app: App, deps: { webhooks: WebhookService }
       summary: 'Issue a new signing secret',
       description:
         'Answers the new secret, shown only here. For CORRIDOR_WEBHOOK_SECRET_OVERLAP_SECONDS (default 24 h) every delivery carries two ' +
-        'signatures, one with the new secret and one with the replaced one, so a receiver can deploy the new secret without missing a delivery.',
+        'signatures, one with the new secret and one with the replaced one, so a receiver can deploy the new secret without missing a delivery. ' +
+        'Every attempt is signed when it is sent: retries of deliveries that were in flight at the rotation carry both signatures during the overlap ' +
+        'and only the new one afterwards. Rotating again during the overlap retires the oldest secret at once (only the two newest sign).',
       params: EndpointParams,
       response: { 200: WebhookEndpointWithSecret, ...errorResponses(401, 403, 404, 422, 500) },
     },
