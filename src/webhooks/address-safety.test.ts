@@ -32,6 +32,10 @@ describe('webhook address safety (production rules)', () => {
       ['::ffff:127.0.0.1', /loopback/],
       ['64:ff9b::a9fe:a9fe', /metadata/],
       ['2002:a00:1::1', /private/],
+      // Deprecated IPv4-compatible and IPv4-translated forms are refused whatever they carry.
+      ['::7f00:1', /reserved/],
+      ['::8.8.8.8', /reserved/],
+      ['::ffff:0:7f00:1', /reserved/],
     ];
     for (const [address, reason] of refused) assert.match(unsafeAddressReason(address) ?? 'allowed', reason, address);
     for (const address of ['93.184.216.34', '8.8.8.8', '172.32.0.1', '100.128.0.1', '2606:4700::1111', '::ffff:8.8.8.8', '64:ff9b::808:808']) {

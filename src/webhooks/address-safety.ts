@@ -30,6 +30,10 @@ const RANGES: Range[] = [
   { network: '100.64.0.0', prefix: 10, family: 'ipv4', reason: 'a carrier-grade NAT address' },
   { network: '0.0.0.0', prefix: 8, family: 'ipv4', reason: 'an unspecified address' },
   { network: '::', prefix: 128, family: 'ipv6', reason: 'an unspecified address' },
+  // Deprecated IPv4-compatible (::a.b.c.d) and IPv4-translated (::ffff:0:a.b.c.d) forms: no public
+  // host is reached through them, and a stack that still honours them would reach the IPv4 inside.
+  { network: '::', prefix: 96, family: 'ipv6', reason: 'a reserved address' },
+  { network: '::ffff:0:0:0', prefix: 96, family: 'ipv6', reason: 'a reserved address' },
   { network: '224.0.0.0', prefix: 4, family: 'ipv4', reason: 'a multicast address' },
   { network: 'ff00::', prefix: 8, family: 'ipv6', reason: 'a multicast address' },
   { network: '240.0.0.0', prefix: 4, family: 'ipv4', reason: 'a reserved address' },
