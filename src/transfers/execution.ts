@@ -9,7 +9,7 @@ import type { Environment } from '../platform/config.ts';
 import { ApiError, notFound } from '../platform/http/errors.ts';
 import { MoneyError, fromMinor, toMinor } from '../platform/money.ts';
 import type { Logger } from '../platform/logger.ts';
-import { PROGRESS_STAGES, isSimulated } from '../providers/adapter.ts';
+import { PROGRESS_STAGES, ProviderError, isSimulated } from '../providers/adapter.ts';
 import type { LegStatusReport, ProviderAdapter } from '../providers/adapter.ts';
 import type { LegRow, TransferRow } from './repository.ts';
 import type { Transfer } from './schemas.ts';
@@ -309,7 +309,7 @@ export class TransferEngine {
    */
   async fund(organizationId: string, transferId: string, amount?: string): Promise<TransferBody> {
     const transfer = await this.#owned(organizationId, transferId);
-    if (transfer.status === 'PENDING_SETUP') await this.step(transferId);
+    if (transfer.status === 'PENDING_SETUP') await this.#stepNow(transferId);
     await this.#serial(transferId, async () => {
       const current = (await this.#repo.find(transferId))!;
       if (current.status !== 'READY_TO_FUND' && current.status !== 'AWAITING_FUNDS') {
@@ -392,8 +392,24 @@ export class TransferEngine {
             : 'it has ended';
       throw new ApiError(409, 'invalid_transition', `Nothing to advance: the transfer is ${transfer.status}; ${hint}`);
     }
-    await this.step(transferId);
+    await this.#stepNow(transferId);
     return this.#transfers.body(organizationId, transferId);
+  }
+
+  /**
+   * A step a client asked for (sandbox fund and advance). A provider on the path that is DOWN
+   * refuses new legs: that is 503 provider_unavailable, not an internal error. Nothing changed;
+   * the transfer waits where it is (blockingParty PROVIDER) and moves on once the provider is back.
+   */
+  async #stepNow(transferId: string): Promise<void> {
+    try {
+      await this.step(transferId);
+    } catch (err) {
+      if (err instanceof ProviderError && err.code === 'provider_unavailable') {
+        throw new ApiError(503, 'provider_unavailable', `${err.message}; the transfer waits and moves on once the provider is back`);
+      }
+      throw err;
+    }
   }
 
   /** Ops: approves a transfer in review; it resumes execution (or funding, before funds). */

@@ -97,10 +97,11 @@ export async function transferRoutes(app: App, deps: { transfers: TransferServic
         summary: 'Simulate the customer\'s funds arriving',
         description:
           'Sandbox only (404 in production). READY_TO_FUND or AWAITING_FUNDS → IN_PROGRESS: the collection leg completes and the funds are posted. ' +
-          'The amount, when sent, must be the exact amount to fund (422 funding_amount_mismatch otherwise).',
+          'The amount, when sent, must be the exact amount to fund (422 funding_amount_mismatch otherwise). ' +
+          'A PENDING_SETUP transfer is prepared first; if a provider it needs is DOWN, 503 provider_unavailable and nothing changes.',
         params: TransferParams,
         body: Type.Optional(FundBody),
-        response: { 200: Transfer, ...errorResponses(401, 403, 404, 409, 422, 500) },
+        response: { 200: Transfer, ...errorResponses(401, 403, 404, 409, 422, 500, 503) },
       },
       handler: async (request, reply) => send(reply, await engine.fund(principalOf(request).organizationId, request.params.transferId, request.body?.amount)),
     });
@@ -110,9 +111,11 @@ export async function transferRoutes(app: App, deps: { transfers: TransferServic
       schema: {
         tags: ['Sandbox'],
         summary: 'Move the transfer\'s next leg one step now',
-        description: 'Sandbox only (404 in production). Works in PENDING_SETUP (prepares the path) and IN_PROGRESS; 409 invalid_transition otherwise.',
+        description:
+          'Sandbox only (404 in production). Works in PENDING_SETUP (prepares the path) and IN_PROGRESS; 409 invalid_transition otherwise. ' +
+          'When the provider of the next leg is DOWN: 503 provider_unavailable and nothing changes; the transfer waits (blockingParty PROVIDER) and moves on once the provider is back.',
         params: TransferParams,
-        response: { 200: Transfer, ...errorResponses(401, 403, 404, 409, 500) },
+        response: { 200: Transfer, ...errorResponses(401, 403, 404, 409, 500, 503) },
       },
       handler: async (request, reply) => send(reply, await engine.advance(principalOf(request).organizationId, request.params.transferId)),
     });

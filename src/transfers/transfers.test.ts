@@ -407,6 +407,32 @@ describe('transfers', () => {
     assert.equal((await getTransfer(t, a, created.id)).status, 'READY_TO_FUND');
   });
 
+  // Regression: a provider marked DOWN after the quote made advance and fund answer 500 internal_error.
+  test('a DOWN provider: advance and fund answer 503 provider_unavailable and change nothing; the transfer moves on once it is back', async () => {
+    const { optionId } = await quoteOption(t, a, '66.00');
+    const setStatus = async (status: string) => {
+      const res = await t.request('PATCH', '/v1/ops/providers/sim-us-ach', { token: opsToken, body: { status } });
+      assert.equal(res.status, 200, res.text);
+    };
+    await setStatus('DOWN');
+    try {
+      const created = await createTransfer(t, a, optionId);
+      assert.equal(created.status, 201, created.text);
+      for (const path of ['advance', 'fund']) {
+        const res = await t.request('POST', `/v1/sandbox/transfers/${created.body.id}/${path}`, { apiKey: a.org.apiKey });
+        assert.equal(res.status, 503, `${path}: ${res.text}`);
+        assert.equal(res.body.code, 'provider_unavailable');
+        assert.match(res.body.message, /Sandbox ACH \(US\)/);
+      }
+      const waiting = await getTransfer(t, a, created.body.id);
+      assert.deepEqual([waiting.status, waiting.blockingParty, waiting.version], ['PENDING_SETUP', 'PROVIDER', 1]);
+      await setStatus('ACTIVE');
+      assert.equal((await driveToRest(t, a, created.body.id)).status, 'READY_TO_FUND');
+    } finally {
+      await setStatus('ACTIVE');
+    }
+  });
+
   test('GET /v1/transfers pages with a cursor and filters by status, entity and creation time', async () => {
     const c = await newCustomer(t, 'Lister');
     const other = await newEntity(t, c.org, 'Other');
