@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { bps, convert, convertInverse, decimalString, divide, fromMinor, normalize, precisionOf, toMinor } from './money.ts';
+import { bps, convert, convertInverse, decimalString, divide, fromMinor, normalize, parseClientAmount, precisionOf, toMinor } from './money.ts';
 
 test('precision comes from ISO 4217 and the crypto table', () => {
   assert.equal(precisionOf('USD'), 2);
@@ -23,6 +23,17 @@ test('decimal strings round-trip through minor units exactly', () => {
   assert.throws(() => toMinor('1.005', 'USD'), /at most 2 decimal places/);
   assert.throws(() => toMinor('1e3', 'USD'));
   assert.equal(toMinor('1.000', 'USD'), 100n, 'trailing zeros beyond precision are harmless');
+});
+
+test('a client amount may not have more fraction digits than its asset, not even zeros', () => {
+  assert.equal(parseClientAmount('100.25', 'USD'), 10025n);
+  assert.equal(parseClientAmount('7', 'EUR'), 700n);
+  assert.equal(parseClientAmount('1500', 'JPY'), 1500n);
+  assert.equal(parseClientAmount('0.000000000000000001', 'ETH'), 1n);
+  assert.throws(() => parseClientAmount('100.000', 'USD'), /USD amounts have at most 2 decimal places/);
+  assert.throws(() => parseClientAmount('1500.0', 'JPY'), /JPY amounts are whole numbers/);
+  assert.throws(() => parseClientAmount('0.123456789', 'BTC'), /at most 8 decimal places/);
+  assert.throws(() => parseClientAmount('1e3', 'USD'), /not a decimal amount/);
 });
 
 test('rounding rules are explicit', () => {

@@ -46,6 +46,18 @@ export function toMinor(amount: string, asset: string): bigint {
   return m[1] ? -units : units;
 }
 
+/**
+ * Parses an amount a client sent. Stricter than toMinor: more fraction digits than the asset has
+ * are refused even when they are zeros ("10.000" USD, "1500.0" JPY), so every money input of the
+ * API (a quote's amount, a sandbox funding amount) follows the one documented rule.
+ */
+export function parseClientAmount(amount: string, asset: string): bigint {
+  const digits = precisionOf(asset);
+  const fraction = DECIMAL.exec(amount)?.[3] ?? '';
+  if (fraction.length > digits) throw new MoneyError(digits ? `${asset} amounts have at most ${digits} decimal places` : `${asset} amounts are whole numbers`);
+  return toMinor(amount, asset);
+}
+
 /** Formats minor units as a decimal string with exactly the asset's number of fraction digits. */
 export function fromMinor(minor: bigint, asset: string): string {
   const digits = precisionOf(asset);

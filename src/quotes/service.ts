@@ -3,7 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely, Transaction } from 'kysely';
 import { notFound, unprocessable, validationError } from '../platform/http/errors.ts';
-import { fromMinor, precisionOf, toMinor } from '../platform/money.ts';
+import { MoneyError, fromMinor, parseClientAmount, toMinor } from '../platform/money.ts';
 import { iso } from '../platform/time.ts';
 import { ProviderError, railAsset, railKey } from '../providers/adapter.ts';
 import type { FiatMethod, LegKind, LegQuote, ProviderAdapter, Rail } from '../providers/adapter.ts';
@@ -323,12 +323,13 @@ export class QuoteService {
 
 /** The amount as minor units of the fixed side's asset: positive, and no finer than the asset allows. */
 function parseAmount(amount: string, asset: string): bigint {
-  const digits = precisionOf(asset);
-  const fraction = amount.split('.')[1] ?? '';
-  if (fraction.length > digits) {
-    throw validationError([{ path: 'amount', message: digits ? `${asset} amounts have at most ${digits} decimal places` : `${asset} amounts are whole numbers` }]);
+  let minor: bigint;
+  try {
+    minor = parseClientAmount(amount, asset);
+  } catch (err) {
+    if (err instanceof MoneyError) throw validationError([{ path: 'amount', message: err.message }]);
+    throw err;
   }
-  const minor = toMinor(amount, asset);
   if (minor <= 0n) throw validationError([{ path: 'amount', message: 'must be greater than zero' }]);
   return minor;
 }

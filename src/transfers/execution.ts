@@ -6,8 +6,8 @@
 // recorded yet is caught up before the simulator is asked to move again.
 import type { Kysely, Transaction } from 'kysely';
 import type { Environment } from '../platform/config.ts';
-import { ApiError, notFound } from '../platform/http/errors.ts';
-import { MoneyError, fromMinor, toMinor } from '../platform/money.ts';
+import { ApiError, notFound, validationError } from '../platform/http/errors.ts';
+import { MoneyError, fromMinor, parseClientAmount, toMinor } from '../platform/money.ts';
 import type { Logger } from '../platform/logger.ts';
 import { PROGRESS_STAGES, ProviderError, isSimulated } from '../providers/adapter.ts';
 import type { LegStatusReport, ProviderAdapter } from '../providers/adapter.ts';
@@ -318,9 +318,10 @@ export class TransferEngine {
       const received = amount ?? current.quoted_source_amount;
       let exact: boolean;
       try {
-        exact = toMinor(received, current.source_asset) === toMinor(current.quoted_source_amount, current.source_asset);
+        // The quote's rule: no more fraction digits than the asset has.
+        exact = (amount === undefined ? toMinor(received, current.source_asset) : parseClientAmount(received, current.source_asset)) === toMinor(current.quoted_source_amount, current.source_asset);
       } catch (err) {
-        if (err instanceof MoneyError) throw new ApiError(422, 'validation_error', `amount: ${err.message}`, { details: [{ path: 'amount', message: err.message }] });
+        if (err instanceof MoneyError) throw validationError([{ path: 'amount', message: err.message }]);
         throw err;
       }
       if (!exact) {

@@ -202,7 +202,7 @@ export const OpsTransferList = ListOf(OpsTransferSummary, 'OpsTransferList');
 export const TransferParams = Type.Object({ transferId: Type.String({ minLength: 1, maxLength: 100 }) }, { additionalProperties: false });
 
 export const FundBody = Type.Object(
-  { amount: Type.Optional(Type.String({ pattern: '^\\d+(\\.\\d+)?$', description: 'Amount arriving, in the source asset; it must be the exact amount to fund (default: that amount)' })) },
+  { amount: Type.Optional(Type.String({ pattern: '^\\d+(\\.\\d+)?$', description: 'Amount arriving, in the source asset; it must be the exact amount to fund (default: that amount), with no more fraction digits than the asset has, as for a quote amount (422 validation_error at `amount` otherwise)' })) },
   { additionalProperties: false, title: 'SandboxFundRequest' },
 );
 

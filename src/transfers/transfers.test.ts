@@ -404,7 +404,15 @@ describe('transfers', () => {
     const res = await t.request('POST', `/v1/sandbox/transfers/${created.id}/fund`, { apiKey: a.org.apiKey, body: { amount: '89.99' } });
     assert.equal(res.status, 422);
     assert.equal(res.body.code, 'funding_amount_mismatch');
+    // The quote's rule for amounts: no more fraction digits than the asset has, zeros included.
+    for (const amount of ['90.001', '90.000']) {
+      const finer = await t.request('POST', `/v1/sandbox/transfers/${created.id}/fund`, { apiKey: a.org.apiKey, body: { amount } });
+      assert.equal(finer.status, 422, `${amount}: ${finer.text}`);
+      assert.equal(finer.body.code, 'validation_error');
+      assert.deepEqual(finer.body.details, [{ path: 'amount', message: 'USD amounts have at most 2 decimal places' }]);
+    }
     assert.equal((await getTransfer(t, a, created.id)).status, 'READY_TO_FUND');
+    assert.equal((await fund(t, a, created.id, '90.00')).status, 'IN_PROGRESS');
   });
 
   // Regression: a provider marked DOWN after the quote made advance and fund answer 500 internal_error.
