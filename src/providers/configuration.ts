@@ -33,8 +33,9 @@ const Decimal = Type.String({ pattern: '^\\d+(\\.\\d+)?$', description: 'Non-neg
 const FeesSchema = Type.Object(
   {
     fixed: Decimal,
-    percentBps: Type.Integer({ minimum: 0, maximum: 10_000 }),
-    fxSpreadBps: Type.Integer({ minimum: 0, maximum: 10_000 }),
+    // Below 100%: a fee or spread of the whole amount leaves nothing to deliver and no rate.
+    percentBps: Type.Integer({ minimum: 0, maximum: 9_999 }),
+    fxSpreadBps: Type.Integer({ minimum: 0, maximum: 9_999 }),
   },
   { additionalProperties: false },
 );

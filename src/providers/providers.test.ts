@@ -249,6 +249,12 @@ describe('providers', () => {
       'environment: the file is for sandbox but CORRIDOR_ENV is production',
       'providers.0.adapter: simulated providers are refused in production',
     ]);
+    // Regression: a spread of 10,000 bps gave a zero rate and every quote over it answered 500.
+    const wholeAmount = { ...simulatorInProduction, capabilities: [{ kind: 'CONVERSION', from: 'USD', to: 'EUR', fees: { fixed: '0', percentBps: 10_000, fxSpreadBps: 10_000 }, etaSeconds: 1 }] };
+    assert.deepEqual(problems(writeFile('bps.json', { environment: 'sandbox', providers: [wholeAmount] })), [
+      'providers.0.capabilities.0.fees.percentBps: must be <= 9999',
+      'providers.0.capabilities.0.fees.fxSpreadBps: must be <= 9999',
+    ]);
     assert.match(problems(path.join(tmp, 'missing.json'))[0]!, /^cannot read the provider file \(ENOENT\)$/);
     assert.match(problems(writeFile('broken.json', '{"environment": "sandbox",'))[0]!, /^not valid JSON/);
   });
