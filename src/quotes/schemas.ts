@@ -170,7 +170,7 @@ export const Quote = Type.Object(
     ),
     options: Type.Array(QuoteOption, {
       description:
-        'Ranked cheapest-delivered first: with fixedSide FROM the largest toAmount first, with TO the smallest fromAmount first; a shorter ETA breaks ties. At most 5. ' +
+        'Ranked cheapest-delivered first: with fixedSide FROM the largest toAmount first, with TO the smallest fromAmount first; a shorter ETA, then fewer legs, breaks ties. At most 5. ' +
         'Empty when no path has an available provider (see advisories).',
     }),
     advisories: Type.Array(Advisory),
