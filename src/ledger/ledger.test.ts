@@ -6,6 +6,7 @@ import type { TestServer } from '../../test/helpers/server.ts';
 import { toMinor } from '../platform/money.ts';
 import { driveToRest, fund, getTransfer, newCustomer, newTransfer } from '../transfers/test-support.ts';
 import type { Customer } from '../transfers/test-support.ts';
+import { PROGRESS_STAGES } from '../providers/adapter.ts';
 import { ACCOUNTS, UnbalancedEntryError } from './service.ts';
 
 const OPS_EMAIL = 'ledger-ops@corridor.test';
@@ -181,5 +182,46 @@ describe('ledger', () => {
         assert.ok(entries.some((e) => e.kind === (final.status === 'REFUNDED' ? 'REFUND' : 'RETURN_TO_CUSTOMER')), label);
       }
     }
+  });
+});
+
+// Regression: a payout a provider reports COMPLETED straight from PENDING (the simulators always
+// pass through PROCESSING; a real rail may not) posted PAYOUT_SETTLED without PAYOUT_SENT, so
+// PAYOUT_IN_TRANSIT went negative and the funds stayed held.
+describe('ledger: a payout settled without being reported in flight', () => {
+  let t: TestServer;
+  before(async () => {
+    t = await startTestServer({ CORRIDOR_SANDBOX_SPEED: '0.01' });
+  });
+  after(async () => t?.close());
+
+  test('still passes through transit: nothing held or in transit, the beneficiary has the quoted amount', async () => {
+    const c = await newCustomer(t, 'Direct settle');
+    const created = await newTransfer(t, c, '250.00');
+    await driveToRest(t, c, created.id);
+    let transfer = await fund(t, c, created.id);
+    const payout = () => transfer.legs.find((l: any) => l.kind === 'PAYOUT');
+    for (let i = 0; i < 20 && transfer.legs.some((l: any) => l.kind !== 'PAYOUT' && l.status !== 'COMPLETED'); i++) {
+      const res = await t.request('POST', `/v1/sandbox/transfers/${created.id}/advance`, { apiKey: c.org.apiKey });
+      assert.equal(res.status, 200, res.text);
+      transfer = res.body;
+    }
+    assert.equal(payout().status, 'PENDING', JSON.stringify(transfer.legs));
+
+    const { transfers } = t.server.services;
+    await t.server.db.kysely.transaction().execute(async (trx) => {
+      const row = await trx.selectFrom('transfers').selectAll().where('id', '=', created.id).forUpdate().executeTakeFirstOrThrow();
+      const leg = await trx.selectFrom('transfer_legs').selectAll().where('transfer_id', '=', created.id).where('position', '=', payout().position).executeTakeFirstOrThrow();
+      await transfers.changeLeg(trx, row as any, leg as any, { status: 'COMPLETED', progressStage: PROGRESS_STAGES.PAYOUT.at(-1)! });
+    });
+
+    const own = await t.server.services.ledger.transferBalances(created.id);
+    for (const b of own) {
+      if (b.account === ACCOUNTS.CUSTOMER_FUNDS_HELD || b.account === ACCOUNTS.PAYOUT_IN_TRANSIT) assert.equal(b.balance, 0n, `${b.account} ${b.currency}`);
+    }
+    const delivered = own.find((b) => b.account === ACCOUNTS.BENEFICIARY_EXTERNAL && b.currency === transfer.destinationAsset)?.balance;
+    assert.equal(delivered, toMinor(transfer.quoted.destinationAmount, transfer.destinationAsset));
+    const kinds = (await t.server.services.ledger.entries(created.id)).map((e) => e.kind);
+    assert.deepEqual(kinds.slice(-2), ['PAYOUT_SENT', 'PAYOUT_SETTLED']);
   });
 });

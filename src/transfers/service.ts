@@ -619,9 +619,12 @@ export class TransferService {
       ];
       await this.#ledger.post(trx, { ...base, key: key('CONVERSION'), kind: 'CONVERSION', description: `Conversion ${after.from_asset}→${after.to_asset}, leg ${after.position}`, postings });
     } else if (after.kind === 'PAYOUT') {
-      if (before.status === 'PENDING' && after.status === 'PROCESSING') {
+      // A provider may report a payout settled without ever reporting it in flight: it was still
+      // handed to the rail first, so it passes through transit in the same transaction.
+      if (before.status === 'PENDING' && (after.status === 'PROCESSING' || after.status === 'COMPLETED')) {
         await this.#ledger.post(trx, { ...base, key: key('PAYOUT_SENT'), kind: 'PAYOUT_SENT', description: `Payout handed to the rail, leg ${after.position}`, postings: move(HELD, TRANSIT, after.from_asset, inMinor) });
-      } else if (completedNow) {
+      }
+      if (completedNow) {
         const postings: Posting[] = [
           { account: TRANSIT, currency: after.from_asset, amount: -inMinor },
           { account: FEES, currency: after.from_asset, amount: fee },
