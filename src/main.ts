@@ -19,16 +19,20 @@ async function main() {
     throw err;
   }
 
-  const tls = await loadTls({ certPath: config.tlsCertPath, keyPath: config.tlsKeyPath, dataDir: config.dataDir, host: config.host });
+  let tls;
   let server;
   try {
-    server = await createServer(config, { tls });
+    tls = await loadTls({ certPath: config.tlsCertPath, keyPath: config.tlsKeyPath, dataDir: config.dataDir, host: config.host });
+    // The first organization is created only once both listeners are bound: its credentials are
+    // printed once, so a start that cannot listen must not create (and lose) them.
+    server = await createServer(config, { tls, firstOrganization: false });
   } catch (err) {
     if (err instanceof DataDirLockedError) {
       console.error(err.message);
       process.exit(1);
     }
-    // e.g. a bad provider configuration file: one line per problem, no stack trace.
+    // A bad provider file, unreadable TLS files, an unusable data dir or database: one line per
+    // problem, no stack trace.
     if (err instanceof ConfigError) {
       for (const line of err.problems) console.error(`config error: ${line}`);
       process.exit(1);
@@ -36,7 +40,12 @@ async function main() {
     throw err;
   }
 
-  await server.app.listen({ host: config.host, port: config.port });
+  try {
+    await server.app.listen({ host: config.host, port: config.port });
+  } catch (err) {
+    await server.close().catch(() => {});
+    failToListen(err, 'CORRIDOR_PORT', config.host);
+  }
   const address = server.app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
   const base = publicBaseUrl(config, port);
@@ -45,11 +54,30 @@ async function main() {
   if (config.httpPort !== null) {
     plain = createPlainListener(config.trustedProxies, (req, res) => server.app.routing(req, res));
     const listener = plain;
-    await new Promise<void>((resolve, reject) => {
-      listener.once('error', reject);
-      listener.listen(config.httpPort!, config.host, resolve);
-    });
+    try {
+      await new Promise<void>((resolve, reject) => {
+        listener.once('error', reject);
+        listener.listen(config.httpPort!, config.host, resolve);
+      });
+    } catch (err) {
+      await server.close().catch(() => {});
+      failToListen(err, 'CORRIDOR_HTTP_PORT', config.host);
+    }
   }
+  // Handlers first: a Ctrl-C the moment the banner appears still shuts down cleanly.
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    server.log.info({ signal }, 'shutting down');
+    plain?.close();
+    await server.close();
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+
+  const firstOrganization = await server.services.auth.bootstrapFirstOrganization();
 
   const lines = [
     '',
@@ -59,8 +87,8 @@ async function main() {
     `  API reference: ${base}/v1/openapi.json`,
   ];
   if (plain) lines.push(`  plain HTTP on port ${(plain.address() as AddressInfo).port} answers 400 https_required`);
-  if (server.firstOrganization) {
-    const o = server.firstOrganization;
+  if (firstOrganization) {
+    const o = firstOrganization;
     lines.push(
       '',
       'First start: a ready organization was created. These credentials are shown only now.',
@@ -74,26 +102,29 @@ async function main() {
     );
   }
   process.stdout.write(lines.join('\n') + '\n\n');
+}
 
-  let stopping = false;
-  const stop = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    server.log.info({ signal }, 'shutting down');
-    plain?.close();
-    await server.close();
-    process.exit(0);
+/**
+ * A listener that cannot bind stops the process with one line naming the variable to change.
+ * No organization was created yet, so the retry on another port prints the first-start credentials.
+ */
+function failToListen(err: unknown, portVariable: 'CORRIDOR_PORT' | 'CORRIDOR_HTTP_PORT', host: string): never {
+  const e = err as NodeJS.ErrnoException & { address?: string; port?: number; hostname?: string };
+  const at = `${e.address ?? host}:${e.port ?? ''}`.replace(/:$/, '');
+  const reasons: Record<string, [string, string]> = {
+    EADDRINUSE: [portVariable, `${at} is in use; choose another port`],
+    EACCES: [portVariable, `permission denied to listen on ${at}; choose a port above 1023`],
+    EADDRNOTAVAIL: ['CORRIDOR_HOST', `${e.address ?? host} is not an address of this machine`],
+    ENOTFOUND: ['CORRIDOR_HOST', `${e.hostname ?? host} does not resolve to an address`],
+    EAI_AGAIN: ['CORRIDOR_HOST', `${e.hostname ?? host} could not be resolved`],
   };
-  process.on('SIGINT', () => void stop('SIGINT'));
-  process.on('SIGTERM', () => void stop('SIGTERM'));
+  const reason = e.code ? reasons[e.code] : undefined;
+  if (!reason) throw err;
+  console.error(`config error: ${reason[0]}: cannot listen: ${reason[1]}`);
+  process.exit(1);
 }
 
 main().catch((err: unknown) => {
-  const e = err as NodeJS.ErrnoException & { address?: string; port?: number };
-  if (e.code === 'EADDRINUSE' || e.code === 'EACCES') {
-    console.error(`cannot listen on ${e.address}:${e.port}: ${e.code === 'EADDRINUSE' ? 'the port is in use' : 'permission denied'}; set CORRIDOR_PORT (or CORRIDOR_HTTP_PORT) to another port`);
-    process.exit(1);
-  }
   console.error(err instanceof Error ? (err.stack ?? err.message) : err);
   process.exit(1);
 });

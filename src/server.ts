@@ -2,7 +2,7 @@
 // migrations, wires services together, declares jobs and mounts each domain's routes.
 import fs from 'node:fs';
 import type { Config } from './platform/config.ts';
-import { publicBaseUrl } from './platform/config.ts';
+import { ConfigError, publicBaseUrl } from './platform/config.ts';
 import { openDatabase } from './platform/db/database.ts';
 import type { Database } from './platform/db/database.ts';
 import { lockDataDir } from './platform/db/data-dir-lock.ts';
@@ -88,6 +88,12 @@ export interface ServerOptions {
   tls?: { key: string; cert: string } | null;
   /** Keep the embedded database in memory instead of the data dir (tests). */
   inMemory?: boolean;
+  /**
+   * Create the first organization on an empty store (default true). `npm start` passes false and
+   * calls services.auth.bootstrapFirstOrganization() once it listens, so its credentials, printed
+   * only once, are never created by a start that then fails.
+   */
+  firstOrganization?: boolean;
 }
 
 export async function createServer(config: Config, options: ServerOptions = {}): Promise<Server> {
@@ -102,6 +108,7 @@ export async function createServer(config: Config, options: ServerOptions = {}):
   let webhooks: WebhookService | null = null;
   try {
     db = await openDatabase({ url: config.databaseUrl, dataDir: embeddedOnDisk ? config.dataDir : null });
+    if (config.databaseUrl) await reachable(db, config.databaseUrl);
     await migrate(db);
 
     const organizations = new OrganizationService(db.kysely, config.env);
@@ -266,7 +273,7 @@ export async function createServer(config: Config, options: ServerOptions = {}):
     await reports.recoverAtStart();
 
     if (config.opsEmail && config.opsPassword) await auth.ensureOperator(config.opsEmail, config.opsPassword);
-    const firstOrganization = await auth.bootstrapFirstOrganization();
+    const firstOrganization = options.firstOrganization === false ? null : await auth.bootstrapFirstOrganization();
 
     const opened = { db, queue, rails, webhooks };
     let closed = false;
@@ -297,5 +304,17 @@ export async function createServer(config: Config, options: ServerOptions = {}):
     await db?.close().catch(() => {});
     unlock();
     throw err;
+  }
+}
+
+/** A PostgreSQL server that cannot be used stops start with one line naming DATABASE_URL (never its password). */
+async function reachable(db: Database, url: string): Promise<void> {
+  try {
+    await db.ping();
+  } catch (err) {
+    const u = new URL(url);
+    const where = `${u.hostname}:${u.port || '5432'}${u.pathname}`;
+    const e = err as NodeJS.ErrnoException;
+    throw new ConfigError([`DATABASE_URL: cannot connect to PostgreSQL at ${where} (${e.message || e.code || String(err)})`]);
   }
 }

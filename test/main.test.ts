@@ -7,6 +7,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Agent, request } from 'undici';
@@ -106,6 +107,79 @@ describe('configuration errors', () => {
       'config error: CORRIDOR_TRUSTED_PROXIES',
       'config error: DATABASE_URL',
     ]);
+  });
+});
+
+describe('start-up problems outside the configuration parser', () => {
+  const oneLine = (env: Record<string, string>) => {
+    const r = spawnSync(process.execPath, [MAIN], { cwd: ROOT, env: childEnv({ CORRIDOR_DATA_DIR: tempDataDir(), CORRIDOR_PORT: '0', ...env }), encoding: 'utf8', timeout: 120_000 });
+    assert.equal(r.status, 1, `${r.stdout}\n${r.stderr}`);
+    assert.doesNotMatch(r.stderr, /\bat .+:\d+:\d+/, `no stack trace: ${r.stderr}`);
+    const lines = r.stderr.trim().split('\n');
+    return { lines, stdout: r.stdout };
+  };
+
+  test('unreadable, malformed or mismatched TLS files name CORRIDOR_TLS_CERT / CORRIDOR_TLS_KEY', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'corridor-tls-'));
+    dirs.push(dir);
+    const pair = (name: string) => {
+      const r = spawnSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', path.join(dir, `${name}.key`), '-out', path.join(dir, `${name}.pem`), '-days', '1', '-subj', '/CN=localhost'], { encoding: 'utf8' });
+      assert.equal(r.status, 0, r.stderr);
+    };
+    pair('a');
+    pair('b');
+    fs.writeFileSync(path.join(dir, 'junk.pem'), 'not a pem\n');
+    assert.deepEqual(oneLine({ CORRIDOR_TLS_CERT: path.join(dir, 'missing.pem'), CORRIDOR_TLS_KEY: path.join(dir, 'a.key') }).lines, [
+      `config error: CORRIDOR_TLS_CERT: cannot read ${path.join(dir, 'missing.pem')} (ENOENT)`,
+    ]);
+    assert.deepEqual(oneLine({ CORRIDOR_TLS_CERT: path.join(dir, 'junk.pem'), CORRIDOR_TLS_KEY: path.join(dir, 'junk.pem') }).lines, [
+      'config error: CORRIDOR_TLS_CERT: is not a PEM certificate',
+      'config error: CORRIDOR_TLS_KEY: is not an unencrypted PEM private key',
+    ]);
+    assert.deepEqual(oneLine({ CORRIDOR_TLS_CERT: path.join(dir, 'a.pem'), CORRIDOR_TLS_KEY: path.join(dir, 'b.key') }).lines, [
+      'config error: CORRIDOR_TLS_KEY: does not belong to the certificate in CORRIDOR_TLS_CERT',
+    ]);
+  });
+
+  test('a data dir that cannot be created names CORRIDOR_DATA_DIR', () => {
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'corridor-file-')), 'a-file');
+    dirs.push(path.dirname(file));
+    fs.writeFileSync(file, '');
+    const { lines } = oneLine({ CORRIDOR_DATA_DIR: path.join(file, 'data') });
+    assert.equal(lines.length, 1);
+    assert.match(lines[0]!, /^config error: CORRIDOR_DATA_DIR: cannot .* \(ENOTDIR\)$/);
+  });
+
+  test('a PostgreSQL server that does not answer names DATABASE_URL without its password', () => {
+    const { lines } = oneLine({ DATABASE_URL: 'postgres://corridor:hunter2secret@127.0.0.1:1/corridor' });
+    assert.deepEqual(lines, ['config error: DATABASE_URL: cannot connect to PostgreSQL at 127.0.0.1:1/corridor (connect ECONNREFUSED 127.0.0.1:1)']);
+  });
+
+  test('an address that is not this machine\'s names CORRIDOR_HOST', () => {
+    // 192.0.2.0/24 is TEST-NET-1 (RFC 5737): never assigned to a real interface.
+    const { lines } = oneLine({ CORRIDOR_HOST: '192.0.2.1' });
+    assert.deepEqual(lines, ['config error: CORRIDOR_HOST: cannot listen: 192.0.2.1 is not an address of this machine']);
+  });
+
+  test('a busy port stops the first start before it creates the organization, so the retry prints its credentials', async () => {
+    const blocker = net.createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+    const busy = (blocker.address() as net.AddressInfo).port;
+    const dataDir = tempDataDir();
+    try {
+      const r = spawnSync(process.execPath, [MAIN], { cwd: ROOT, env: childEnv({ CORRIDOR_DATA_DIR: dataDir, CORRIDOR_PORT: String(busy) }), encoding: 'utf8', timeout: 120_000 });
+      assert.equal(r.status, 1, r.stderr);
+      assert.deepEqual(r.stderr.trim().split('\n'), [`config error: CORRIDOR_PORT: cannot listen: 127.0.0.1:${busy} is in use; choose another port`]);
+      assert.doesNotMatch(r.stdout, /API key:/);
+    } finally {
+      await new Promise((resolve) => blocker.close(resolve));
+    }
+    // The user follows the advice and starts again on another port, on the same data dir.
+    const retry = start({ CORRIDOR_DATA_DIR: dataDir, CORRIDOR_PORT: '0' });
+    await ready(retry);
+    assert.match(retry.stdout(), /First start: a ready organization was created/);
+    assert.match(retry.stdout(), /API key:\s+sk_sandbox_\S+/);
+    assert.equal(await stop(retry), 0);
   });
 });
 

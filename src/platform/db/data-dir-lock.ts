@@ -2,6 +2,7 @@
 // so two writers on the same files would corrupt them; this lock makes the second one stop.
 import fs from 'node:fs';
 import path from 'node:path';
+import { ConfigError } from '../config.ts';
 
 export class DataDirLockedError extends Error {}
 
@@ -20,8 +21,14 @@ const heldHere = new Set<string>();
 
 /** Takes the lock or throws DataDirLockedError. A lock left by a dead process is taken over. */
 export function lockDataDir(dataDir: string): () => void {
-  fs.mkdirSync(dataDir, { recursive: true });
-  const lockPath = path.join(fs.realpathSync(dataDir), 'corridor.lock');
+  let lockPath: string;
+  try {
+    fs.mkdirSync(dataDir, { recursive: true });
+    lockPath = path.join(fs.realpathSync(dataDir), 'corridor.lock');
+    fs.accessSync(path.dirname(lockPath), fs.constants.W_OK);
+  } catch (err) {
+    throw new ConfigError([`CORRIDOR_DATA_DIR: cannot use ${dataDir} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`]);
+  }
   if (heldHere.has(lockPath)) {
     throw new DataDirLockedError(`Data directory ${dataDir} is already open in this process.`);
   }
