@@ -236,9 +236,23 @@ export async function createServer(config: Config, options: ServerOptions = {}):
       openapi: {
         title: 'Corridor API',
         version: VERSION,
-        description:
-          'Cross-border payments across fiat rails and blockchains. Every failure is {code, message} (plus details for validation). ' +
-          'Timestamps are ISO 8601 UTC with milliseconds; money is a decimal string at the currency precision.',
+        description: [
+          'Cross-border payments across fiat rails and blockchains. Timestamps are ISO 8601 UTC with milliseconds; ids are UUIDs; ' +
+            'money is a decimal string at the currency precision, never a number.',
+          'Errors: every failure is {code, message} with no wrapper, plus details [{path, message}] for validation_error. Each operation ' +
+            'lists, per status, the codes it can answer. Any path also answers 404 not_found when no route matches it, 405 ' +
+            'method_not_allowed (with Allow) for a known path called with another method, and 400 invalid_url for a path that is not ' +
+            'valid percent-encoded UTF-8.',
+          `Lists answer {data, meta: {total, nextCursor}}: ?limit= from 1 to 100 (default 25), ?cursor= the previous page's ` +
+            'meta.nextCursor (null on the last page).',
+          'Rate limit: each credential (API key or user) may make CORRIDOR_RATE_LIMIT_PER_MINUTE requests a minute (6000 by default); ' +
+            'answers carry RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset, and a request over the limit is 429 rate_limited ' +
+            'with Retry-After.',
+          'Idempotency: POST /v1/transfers and POST /v1/reports require an Idempotency-Key, kept CORRIDOR_IDEMPOTENCY_TTL_HOURS ' +
+            '(24 by default); a replay answers the first status and body with Idempotent-Replayed: true.',
+          'Versioning: the path prefix /v1 is the version; there is no version header. Within /v1 fields, enum values, error codes and ' +
+            'operations may be added, never removed or renamed, so clients ignore what they do not know.',
+        ].join('\n\n'),
       },
     });
     app.addSchema(ErrorBody);

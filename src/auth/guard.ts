@@ -6,7 +6,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { App } from '../platform/http/app.ts';
 import { ApiError } from '../platform/http/errors.ts';
-import { ErrorBody } from '../platform/http/schemas.ts';
+import { addErrorCodes } from '../platform/http/schemas.ts';
 import type { Feature } from '../organizations/service.ts';
 import type { Scope } from './permissions.ts';
 import { USER_TOKEN_REQUIRED } from './service.ts';
@@ -39,8 +39,13 @@ export function installAuthGuard(app: App, auth: AuthService, options: { rateLim
   // enforces, so the OpenAPI document cannot drift from the behaviour.
   app.addHook('onRoute', (route) => {
     const config = (route.config ?? {}) as { auth?: string; scope?: string; feature?: string; ops?: boolean };
-    if (config.auth === 'none' || route.url.startsWith('/documentation')) return;
+    if (route.url.startsWith('/documentation')) return;
     const schema = (route.schema ??= {}) as Record<string, unknown>;
+    if (config.auth === 'none') {
+      // Said explicitly, so a reader (and a generated client) knows no credential is sent.
+      schema.security = [];
+      return;
+    }
     schema.security = config.auth === 'bearer' ? [{ Bearer: [] }] : [{ ApiKey: [] }, { Bearer: [] }];
     const notes = [
       config.auth === 'bearer' ? 'Bearer token only (an API key gets 403 user_token_required).' : 'API key or bearer token.',
@@ -53,10 +58,12 @@ export function installAuthGuard(app: App, auth: AuthService, options: { rateLim
     if (!(typeof schema.description === 'string' && schema.description.includes(note))) schema.description = [schema.description, note].filter(Boolean).join('\n\n');
     if (config.scope) schema['x-required-scope'] = config.scope;
     // What the guard itself can answer, documented on every protected route.
-    const responses = (schema.response ??= {}) as Record<string, unknown>;
-    const statuses = [401, 429, 500];
-    if (config.auth === 'bearer' || config.scope || config.feature || config.ops) statuses.push(403);
-    for (const status of statuses) if (!(status in responses)) responses[status] = ErrorBody;
+    addErrorCodes(schema, 401, ['missing_credentials', 'unauthorized']);
+    if (config.auth === 'bearer') addErrorCodes(schema, 403, ['user_token_required']);
+    if (config.scope || config.ops) addErrorCodes(schema, 403, ['insufficient_permissions']);
+    if (config.feature) addErrorCodes(schema, 403, ['feature_not_enabled']);
+    addErrorCodes(schema, 429, ['rate_limited']);
+    addErrorCodes(schema, 500, ['auth_failure']);
   });
 
   app.addHook('onRequest', async (request, reply) => {

@@ -38,6 +38,8 @@ const WRITE = { auth: 'any', scope: 'destinations:write' } as const;
 /** One kind of destination as the HTTP layer sees it: its paths, its schemas and its service calls. */
 interface DestinationKindRoutes {
   path: string;
+  /** The resource name in operationIds: createFiatAccount, listFiatAccountVersions, … */
+  name: string;
   tag: string;
   noun: string;
   schemas: { create: TSchema; update: TSchema; resource: TSchema; list: TSchema; version: TSchema; versionList: TSchema };
@@ -58,30 +60,43 @@ async function kindRoutes(app: App, k: DestinationKindRoutes, editNote: string) 
 
   app.post(k.path, {
     config: WRITE,
-    schema: { tags, summary: `Save a ${k.noun}`, body: k.schemas.create, response: { 201: k.schemas.resource, ...errorResponses(401, 403, 404, 422, 500) } },
+    schema: {
+      operationId: `create${k.name}`,
+      tags,
+      summary: `Save a ${k.noun}`,
+      body: k.schemas.create,
+      response: { 201: k.schemas.resource, ...errorResponses({ 404: ['not_found'], 422: ['unsupported_route'] }) },
+    },
     handler: async (request, reply) => reply.code(201).send(await k.create(actorOf(request), request.body as never)),
   });
 
   app.get(k.path, {
     config: READ,
-    schema: { tags, summary: `List ${k.noun}s`, querystring: DestinationListQuery, response: { 200: k.schemas.list, ...errorResponses(400, 401, 403, 422, 500) } },
+    schema: { operationId: `list${k.name}s`, tags, summary: `List ${k.noun}s`, querystring: DestinationListQuery, response: { 200: k.schemas.list, ...errorResponses({ 400: ['invalid_cursor'] }) } },
     handler: async (request) => k.list(org(request), page(request.query)),
   });
 
   app.get(`${k.path}/:id`, {
     config: READ,
-    schema: { tags, summary: `Get a ${k.noun} (current version)`, params: DestinationIdParams, response: { 200: k.schemas.resource, ...errorResponses(401, 403, 404, 422, 500) } },
+    schema: {
+      operationId: `get${k.name}`,
+      tags,
+      summary: `Get a ${k.noun} (current version)`,
+      params: DestinationIdParams,
+      response: { 200: k.schemas.resource, ...errorResponses({ 404: ['not_found'] }) },
+    },
     handler: async (request) => k.get(org(request), request.params.id),
   });
 
   app.patch(`${k.path}/:id`, {
     config: WRITE,
     schema: {
+      operationId: `update${k.name}`,
       tags,
       summary: `Edit a ${k.noun} (${editNote})`,
       params: DestinationIdParams,
       body: k.schemas.update,
-      response: { 200: k.schemas.resource, ...errorResponses(401, 403, 404, 409, 422, 500) },
+      response: { 200: k.schemas.resource, ...errorResponses({ 404: ['not_found'], 409: ['concurrent_update'], 422: ['unsupported_route'] }) },
     },
     handler: async (request) => k.update(actorOf(request), request.params.id, request.body as never),
   });
@@ -89,18 +104,25 @@ async function kindRoutes(app: App, k: DestinationKindRoutes, editNote: string) 
   app.get(`${k.path}/:id/versions`, {
     config: READ,
     schema: {
+      operationId: `list${k.name}Versions`,
       tags,
       summary: `All versions of a ${k.noun}, oldest first`,
       params: DestinationIdParams,
       querystring: VersionListQuery,
-      response: { 200: k.schemas.versionList, ...errorResponses(400, 401, 403, 404, 422, 500) },
+      response: { 200: k.schemas.versionList, ...errorResponses({ 400: ['invalid_cursor'], 404: ['not_found'] }) },
     },
     handler: async (request) => k.listVersions(org(request), request.params.id, page(request.query)),
   });
 
   app.get(`${k.path}/:id/versions/:version`, {
     config: READ,
-    schema: { tags, summary: `One version of a ${k.noun}`, params: VersionParams, response: { 200: k.schemas.version, ...errorResponses(401, 403, 404, 422, 500) } },
+    schema: {
+      operationId: `get${k.name}Version`,
+      tags,
+      summary: `One version of a ${k.noun}`,
+      params: VersionParams,
+      response: { 200: k.schemas.version, ...errorResponses({ 404: ['not_found'] }) },
+    },
     handler: async (request) => k.getVersion(org(request), request.params.id, request.params.version),
   });
 }
@@ -112,11 +134,12 @@ export async function destinationRoutes(app: App, deps: { destinations: Destinat
   app.get('/v1/fiat-accounts/schemas', {
     config: READ,
     schema: {
+      operationId: 'getFiatAccountSchema',
       tags: ['Fiat accounts'],
       summary: 'The destination schema of a fiat rail',
       description: 'JSON Schemas of `details` and `beneficiary` for the rail named by country, currency and method. A rail this environment does not offer answers 422 unsupported_route.',
       querystring: FiatSchemaQuery,
-      response: { 200: FiatRailSchemaResponse, ...errorResponses(401, 403, 422, 500) },
+      response: { 200: FiatRailSchemaResponse, ...errorResponses({ 422: ['unsupported_route'] }) },
     },
     handler: async (request) => d.fiatRailSchema(request.query),
   });
@@ -124,9 +147,10 @@ export async function destinationRoutes(app: App, deps: { destinations: Destinat
   app.get('/v1/crypto-wallets/schemas', {
     config: READ,
     schema: {
+      operationId: 'listCryptoWalletSchemas',
       tags: ['Crypto wallets'],
       summary: 'Supported wallet blockchains, their address formats and memo/tag rules',
-      response: { 200: CryptoWalletSchemas, ...errorResponses(401, 403, 500) },
+      response: { 200: CryptoWalletSchemas },
     },
     handler: async () => d.cryptoWalletSchemas(),
   });
@@ -135,6 +159,7 @@ export async function destinationRoutes(app: App, deps: { destinations: Destinat
     app,
     {
       path: '/v1/fiat-accounts',
+      name: 'FiatAccount',
       tag: 'Fiat accounts',
       noun: 'fiat account',
       schemas: { create: CreateFiatAccountBody, update: UpdateFiatAccountBody, resource: FiatAccount, list: FiatAccountList, version: FiatAccountVersion, versionList: FiatAccountVersionList },
@@ -152,6 +177,7 @@ export async function destinationRoutes(app: App, deps: { destinations: Destinat
     app,
     {
       path: '/v1/crypto-wallets',
+      name: 'CryptoWallet',
       tag: 'Crypto wallets',
       noun: 'crypto wallet',
       schemas: { create: CreateCryptoWalletBody, update: UpdateCryptoWalletBody, resource: CryptoWallet, list: CryptoWalletList, version: CryptoWalletVersion, versionList: CryptoWalletVersionList },

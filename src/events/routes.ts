@@ -9,6 +9,7 @@ export async function eventRoutes(app: App, deps: { events: EventService }) {
   app.get('/v1/events', {
     config: { auth: 'any', scope: 'webhooks:read' },
     schema: {
+      operationId: 'listEvents',
       tags: ['Events'],
       summary: 'Catch up on events',
       description:
@@ -18,7 +19,7 @@ export async function eventRoutes(app: App, deps: { events: EventService }) {
         'This list is a stream read from a position (after= and cursor= are the same thing), so meta.total counts the events from this page on: ' +
         'what is left to read, this page included. It falls as you page and is 0 when you have caught up.',
       querystring: EventListQuery,
-      response: { 200: EventList, ...errorResponses(401, 403, 422, 500) },
+      response: { 200: EventList },
     },
     handler: async (request) => {
       const { after, cursor, limit = 25 } = request.query;
@@ -29,10 +30,11 @@ export async function eventRoutes(app: App, deps: { events: EventService }) {
   app.get('/v1/events/:id', {
     config: { auth: 'any', scope: 'webhooks:read' },
     schema: {
+      operationId: 'getEvent',
       tags: ['Events'],
       summary: 'One event',
       params: EventParams,
-      response: { 200: Event, ...errorResponses(401, 403, 404, 422, 500) },
+      response: { 200: Event, ...errorResponses({ 404: ['not_found'] }) },
     },
     handler: async (request) => toEventBody(await deps.events.get(principalOf(request).organizationId, request.params.id)),
   });

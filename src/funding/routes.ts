@@ -15,6 +15,7 @@ export async function fundingRoutes(app: App, deps: { funding: FundingService })
   app.post('/v1/transfers/:transferId/funding-session', {
     config: { auth: 'any', scope: 'transfers:write' },
     schema: {
+      operationId: 'openFundingSession',
       tags: ['Funding'],
       summary: 'Open (or get) the funding session of a transfer',
       description:
@@ -24,7 +25,11 @@ export async function fundingRoutes(app: App, deps: { funding: FundingService })
         'request gets new instructions. Other statuses: 409 transfer_not_ready_to_fund (PENDING_SETUP), transfer_in_review, ' +
         'transfer_already_funded, transfer_closed.',
       params: TransferParams,
-      response: { 200: FundingSession, 201: FundingSession, ...errorResponses(401, 403, 404, 409, 422, 500) },
+      response: {
+        200: FundingSession,
+        201: FundingSession,
+        ...errorResponses({ 404: ['not_found'], 409: ['transfer_not_ready_to_fund', 'transfer_in_review', 'transfer_already_funded', 'transfer_closed', 'funding_rail_unsupported'] }),
+      },
     },
     handler: async (request, reply) => {
       const p = principalOf(request);
@@ -46,6 +51,7 @@ export async function fundingRoutes(app: App, deps: { funding: FundingService })
       // schema is there for the OpenAPI document.
       validatorCompiler: (route) => (route.httpPart === 'body' ? () => true : validatorCompiler(route)),
       schema: {
+        operationId: 'uploadFundingProof',
         tags: ['Funding'],
         summary: 'Upload a proof of payment',
         description:
@@ -55,7 +61,10 @@ export async function fundingRoutes(app: App, deps: { funding: FundingService })
         consumes: ['multipart/form-data'],
         params: TransferParams,
         body: FundingProofUpload,
-        response: { 200: FundingProof, ...errorResponses(400, 401, 403, 404, 413, 415, 422, 500) },
+        response: {
+          200: FundingProof,
+          ...errorResponses({ 400: ['invalid_multipart'], 404: ['not_found'], 413: ['file_too_large'], 415: ['unsupported_file_type'] }),
+        },
       },
       handler: async (request) => {
         const p = principalOf(request);

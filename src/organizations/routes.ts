@@ -8,10 +8,11 @@ export async function organizationRoutes(app: App, deps: { organizations: Organi
   app.get('/v1/ops/organizations/:id', {
     config: { auth: 'any', ops: true },
     schema: {
+      operationId: 'opsGetOrganization',
       tags: ['Operations'],
       summary: 'Get an organization with its features',
       params: OrganizationIdParams,
-      response: { 200: OpsOrganization, ...errorResponses(401, 403, 404, 422, 500) },
+      response: { 200: OpsOrganization, ...errorResponses({ 404: ['not_found'] }) },
     },
     handler: async (request) => deps.organizations.view(request.params.id),
   });
@@ -20,13 +21,14 @@ export async function organizationRoutes(app: App, deps: { organizations: Organi
     config: { auth: 'any', ops: true },
     schema: {
       tags: ['Operations'],
+      operationId: 'opsReplaceOrganizationFeatures',
       summary: "Replace an organization's features",
       description:
         'The only way to turn a feature on in production, where organizations start with none. ' +
         "Applies from the organization's next request, for its API keys and bearer tokens alike. An unknown feature is 422 validation_error.",
       params: OrganizationIdParams,
       body: PatchOrganizationBody,
-      response: { 200: OpsOrganization, ...errorResponses(401, 403, 404, 422, 500) },
+      response: { 200: OpsOrganization, ...errorResponses({ 404: ['not_found'] }) },
     },
     handler: async (request) => {
       const view = await deps.organizations.setFeatures(request.params.id, request.body.features);

@@ -8,11 +8,12 @@ export async function providerRoutes(app: App, deps: { providers: ProviderRegist
   app.get('/v1/ops/providers', {
     config: { auth: 'any', ops: true },
     schema: {
+      operationId: 'opsListProviders',
       tags: ['Operations'],
       summary: 'List providers with their configured and current availability',
       description: 'In provider id order.',
       querystring: OpsProviderListQuery,
-      response: { 200: OpsProviderList, ...errorResponses(400, 401, 403, 422, 500) },
+      response: { 200: OpsProviderList, ...errorResponses({ 400: ['invalid_cursor'] }) },
     },
     handler: async (request) => {
       const { limit = 25, cursor } = request.query;
@@ -23,12 +24,13 @@ export async function providerRoutes(app: App, deps: { providers: ProviderRegist
   app.patch('/v1/ops/providers/:id', {
     config: { auth: 'any', ops: true },
     schema: {
+      operationId: 'opsUpdateProvider',
       tags: ['Operations'],
       summary: "Override a provider's availability",
       description: 'Every Corridor process applies the change at its next refresh (CORRIDOR_RAILS_REFRESH_SECONDS); this one at once.',
       params: ProviderIdParams,
       body: PatchProviderBody,
-      response: { 200: OpsProvider, ...errorResponses(401, 403, 404, 409, 422, 500) },
+      response: { 200: OpsProvider, ...errorResponses({ 404: ['not_found'], 409: ['provider_not_integrated'] }) },
     },
     handler: async (request) => {
       const view = await deps.providers.setStatus(request.params.id, request.body.status, {

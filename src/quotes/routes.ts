@@ -9,6 +9,7 @@ export async function quoteRoutes(app: App, deps: { quotes: QuoteService }) {
   app.post('/v1/quotes', {
     config: { auth: 'any', scope: 'quotes:write' },
     schema: {
+      operationId: 'createQuote',
       tags: ['Quotes'],
       summary: 'Quote the ways to move an amount from one rail to another',
       description:
@@ -17,7 +18,7 @@ export async function quoteRoutes(app: App, deps: { quotes: QuoteService }) {
         'does not have is 422 unsupported_route; a route whose providers are all DOWN gives no option and a no_active_provider advisory. ' +
         'The entity must be ACTIVE (422 entity_not_onboarded). See docs/QUOTES.md for the arithmetic.',
       body: QuoteRequest,
-      response: { 201: Quote, ...errorResponses(401, 403, 404, 422, 500) },
+      response: { 201: Quote, ...errorResponses({ 404: ['not_found'], 422: ['unsupported_route', 'entity_not_onboarded', 'destination_mismatch'] }) },
     },
     handler: async (request, reply) => {
       const quote = await deps.quotes.create(principalOf(request).organizationId, request.body);
@@ -28,11 +29,12 @@ export async function quoteRoutes(app: App, deps: { quotes: QuoteService }) {
   app.get('/v1/quotes/:id', {
     config: { auth: 'any' },
     schema: {
+      operationId: 'getQuote',
       tags: ['Quotes'],
       summary: 'A stored quote with the current status of its options',
       description: 'Requires scope `quotes:write` or `transfers:read`.',
       params: QuoteIdParams,
-      response: { 200: Quote, ...errorResponses(401, 403, 404, 422, 500) },
+      response: { 200: Quote, ...errorResponses({ 403: ['insufficient_permissions'], 404: ['not_found'] }) },
     },
     handler: async (request) => {
       const principal = principalOf(request);

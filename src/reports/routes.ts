@@ -15,11 +15,12 @@ export async function reportRoutes(app: App, deps: { reports: ReportService }) {
   app.post('/v1/reports/preview', {
     config: { auth: 'any', scope: 'reports:read', feature: 'reports' },
     schema: {
+      operationId: 'previewReport',
       tags: ['Reports'],
       summary: 'Count what a report would contain, without creating it',
       description: `Answers the counts and the active limits. Stores and queues nothing; counts can change before generation. ${BODY_NOTES}`,
       body: ReportBody,
-      response: { 200: ReportPreview, ...errorResponses(401, 403, 422, 500) },
+      response: { 200: ReportPreview, ...errorResponses({ 422: ['unsupported_status'] }) },
     },
     handler: async (request) => deps.reports.preview(principalOf(request).organizationId, request.body),
   });
@@ -27,6 +28,7 @@ export async function reportRoutes(app: App, deps: { reports: ReportService }) {
   app.post('/v1/reports', {
     config: { auth: 'any', scope: 'reports:write', feature: 'reports' },
     schema: {
+      operationId: 'createReport',
       tags: ['Reports'],
       summary: 'Create a report (generated asynchronously)',
       description:
@@ -35,12 +37,23 @@ export async function reportRoutes(app: App, deps: { reports: ReportService }) {
         'Over a limit: 422 report_limit_exceeded. ISO requests: 422 validation_error without filters.originalMessageId or filters.statuses, ' +
         `422 unsupported_status when filters.statuses holds RETURNED or REFUNDED. ${BODY_NOTES} ` +
         `CSV is RFC 4180 (UTF-8, CRLF, header row); a cell starting with =, +, -, @, tab or CR gets a leading single quote. ${describeProfiles()}`,
-      headers: {
-        type: 'object',
-        properties: { 'idempotency-key': { type: 'string', description: 'One key per logical export (1 to 255 printable ASCII characters)' } },
-      },
+      // Required: the preValidation hook answers 400 idempotency_key_required (or invalid_idempotency_key)
+      // before the schema is checked, so a missing key is never a 422.
+      headers: Type.Object({
+        'idempotency-key': Type.String({ description: 'One key per logical export (1 to 255 printable ASCII characters)' }),
+      }),
       body: ReportBody,
-      response: { 202: Report, ...errorResponses(400, 401, 403, 409, 422, 500) },
+      response: {
+        202: Report,
+        ...errorResponses({
+          400: ['idempotency_key_required', 'invalid_idempotency_key'],
+          409: ['idempotency_key_reused', 'idempotency_request_in_progress'],
+          422: ['unsupported_status', 'report_limit_exceeded'],
+        }),
+      },
+    },
+    preValidation: async (request) => {
+      requireIdempotencyKey(request.headers['idempotency-key']);
     },
     handler: async (request, reply) => {
       const key = requireIdempotencyKey(request.headers['idempotency-key']);
@@ -54,10 +67,11 @@ export async function reportRoutes(app: App, deps: { reports: ReportService }) {
   app.get('/v1/reports/:reportId', {
     config: { auth: 'any', scope: 'reports:read', feature: 'reports' },
     schema: {
+      operationId: 'getReport',
       tags: ['Reports'],
       summary: 'A report and its status',
       params: ReportParams,
-      response: { 200: Report, ...errorResponses(401, 403, 404, 422, 500) },
+      response: { 200: Report, ...errorResponses({ 404: ['not_found'] }) },
     },
     handler: async (request) => deps.reports.get(principalOf(request).organizationId, request.params.reportId),
   });
@@ -65,13 +79,14 @@ export async function reportRoutes(app: App, deps: { reports: ReportService }) {
   app.post('/v1/reports/:reportId/download', {
     config: { auth: 'any', scope: 'reports:read', feature: 'reports' },
     schema: {
+      operationId: 'createReportDownloadLink',
       tags: ['Reports'],
       summary: 'A download link for a READY report, valid for 15 minutes',
       description:
         'Each call signs a new link; the report is never regenerated. 409 report_not_ready unless READY; 410 artifact_expired once the artifact ' +
         'was deleted (seven days after generation).',
       params: ReportParams,
-      response: { 200: ReportDownload, ...errorResponses(401, 403, 404, 409, 410, 422, 500) },
+      response: { 200: ReportDownload, ...errorResponses({ 404: ['not_found'], 409: ['report_not_ready'], 410: ['artifact_expired'] }) },
     },
     handler: async (request) => deps.reports.requestDownload(principalOf(request).organizationId, request.params.reportId),
   });
@@ -79,6 +94,7 @@ export async function reportRoutes(app: App, deps: { reports: ReportService }) {
   app.get('/v1/report-downloads/:reportId', {
     config: { auth: 'none' },
     schema: {
+      operationId: 'downloadReportArtifact',
       tags: ['Reports'],
       summary: 'Fetch an artifact through a signed download link',
       description:
@@ -86,7 +102,13 @@ export async function reportRoutes(app: App, deps: { reports: ReportService }) {
         'a tampered one 403 invalid_download_link, and a deleted artifact 410 artifact_expired.',
       params: ReportParams,
       querystring: DownloadQuery,
-      response: { 200: Type.Unsafe<unknown>({ description: 'The artifact: text/csv (RFC 4180) or application/xml (pain.002.001.03)' }), ...errorResponses(403, 410, 422, 500) },
+      response: {
+        200: {
+          description: 'The artifact, as an attachment: text/csv (RFC 4180) for CSV reports, application/xml (pain.002.001.03) for ISO reports',
+          content: { 'text/csv': { schema: { type: 'string' } }, 'application/xml': { schema: { type: 'string' } } },
+        },
+        ...errorResponses({ 403: ['invalid_download_link', 'download_link_expired'], 410: ['artifact_expired'] }),
+      },
     },
     handler: async (request, reply) => {
       const artifact = await deps.reports.openDownload(request.params.reportId, request.query.expires, request.query.signature);
@@ -96,7 +118,8 @@ export async function reportRoutes(app: App, deps: { reports: ReportService }) {
         .header('Content-Disposition', `attachment; filename="${artifact.fileName}"`)
         .header('Cache-Control', 'private, no-store')
         .header('X-Content-Type-Options', 'nosniff')
-        .send(artifact.stream);
+        // A stream is sent as is; the response schema only documents the content types.
+        .send(artifact.stream as never);
     },
   });
 }

@@ -11,8 +11,10 @@ import type { TransferBody, TransferService } from './service.ts';
 import type { FastifyReply } from 'fastify';
 import type { TransferEngine } from './execution.ts';
 
+// Required: the preValidation hook answers 400 idempotency_key_required (or invalid_idempotency_key)
+// before the schema is checked, so a missing key is never a 422.
 const IdempotencyHeaders = Type.Object({
-  'idempotency-key': Type.Optional(Type.String({ description: 'Required. One key per logical transfer; a retry with the same key and body returns the same transfer' })),
+  'idempotency-key': Type.String({ description: 'One key per logical transfer (1 to 255 printable ASCII characters); a retry with the same key and body returns the same transfer' }),
 });
 
 /** The stored view is already the JSON the schema describes: it is sent as is, not re-serialized. */
@@ -26,6 +28,7 @@ export async function transferRoutes(app: App, deps: { transfers: TransferServic
   app.post('/v1/transfers', {
     config: { auth: 'any', scope: 'transfers:write' },
     schema: {
+      operationId: 'createTransfer',
       tags: ['Transfers'],
       summary: 'Create a transfer from a quote option and a saved destination',
       description:
@@ -38,7 +41,15 @@ export async function transferRoutes(app: App, deps: { transfers: TransferServic
         '.93 review after funding (IN_REVIEW), .94 conversion fails, or the payout on a path without one (REFUNDED); anything else completes.',
       headers: IdempotencyHeaders,
       body: CreateTransferBody,
-      response: { 201: Transfer, ...errorResponses(400, 401, 403, 404, 409, 422, 500) },
+      response: {
+        201: Transfer,
+        ...errorResponses({
+          400: ['idempotency_key_required', 'invalid_idempotency_key'],
+          404: ['not_found'],
+          409: ['idempotency_key_reused', 'idempotency_request_in_progress', 'quote_option_used', 'quote_destination_changed'],
+          422: ['quote_expired', 'entity_not_onboarded', 'destination_mismatch', 'quote_entity_mismatch'],
+        }),
+      },
     },
     preValidation: async (request) => {
       requireIdempotencyKey(request.headers['idempotency-key']);
@@ -54,11 +65,12 @@ export async function transferRoutes(app: App, deps: { transfers: TransferServic
   app.get('/v1/transfers', {
     config: { auth: 'any', scope: 'transfers:read' },
     schema: {
+      operationId: 'listTransfers',
       tags: ['Transfers'],
       summary: 'List transfers',
       description: 'Oldest first, paged with a cursor; filters: status, entityId, createdFrom (included), createdTo (excluded).',
       querystring: TransferListQuery,
-      response: { 200: TransferList, ...errorResponses(400, 401, 403, 422, 500) },
+      response: { 200: TransferList, ...errorResponses({ 400: ['invalid_cursor'] }) },
     },
     handler: async (request) => transfers.list(principalOf(request).organizationId, request.query),
   });
@@ -66,10 +78,11 @@ export async function transferRoutes(app: App, deps: { transfers: TransferServic
   app.get('/v1/transfers/:transferId', {
     config: { auth: 'any', scope: 'transfers:read' },
     schema: {
+      operationId: 'getTransfer',
       tags: ['Transfers'],
       summary: 'The transfer with its latest state, legs, timeline and funding instructions',
       params: TransferParams,
-      response: { 200: Transfer, ...errorResponses(401, 403, 404, 500) },
+      response: { 200: Transfer, ...errorResponses({ 404: ['not_found'] }) },
     },
     handler: async (request, reply) => send(reply, await transfers.body(principalOf(request).organizationId, request.params.transferId)),
   });
@@ -77,11 +90,12 @@ export async function transferRoutes(app: App, deps: { transfers: TransferServic
   app.post('/v1/transfers/:transferId/cancel', {
     config: { auth: 'any', scope: 'transfers:write' },
     schema: {
+      operationId: 'cancelTransfer',
       tags: ['Transfers'],
       summary: 'Cancel a transfer before its funds are received',
       description: 'Allowed in PENDING_SETUP, READY_TO_FUND, AWAITING_FUNDS (and IN_REVIEW before funds). Afterwards: 409 transfer_not_cancelable.',
       params: TransferParams,
-      response: { 200: Transfer, ...errorResponses(401, 403, 404, 409, 500) },
+      response: { 200: Transfer, ...errorResponses({ 404: ['not_found'], 409: ['transfer_not_cancelable'] }) },
     },
     handler: async (request, reply) => {
       const p = principalOf(request);
@@ -93,6 +107,7 @@ export async function transferRoutes(app: App, deps: { transfers: TransferServic
     app.post('/v1/sandbox/transfers/:transferId/fund', {
       config: { auth: 'any', scope: 'transfers:write' },
       schema: {
+        operationId: 'sandboxFundTransfer',
         tags: ['Sandbox'],
         summary: 'Simulate the customer\'s funds arriving',
         description:
@@ -101,7 +116,7 @@ export async function transferRoutes(app: App, deps: { transfers: TransferServic
           'A PENDING_SETUP transfer is prepared first; if a provider it needs is DOWN, 503 provider_unavailable and nothing changes.',
         params: TransferParams,
         body: Type.Optional(FundBody),
-        response: { 200: Transfer, ...errorResponses(401, 403, 404, 409, 422, 500, 503) },
+        response: { 200: Transfer, ...errorResponses({ 404: ['not_found'], 409: ['invalid_transition'], 422: ['funding_amount_mismatch'], 503: ['provider_unavailable'] }) },
       },
       handler: async (request, reply) => send(reply, await engine.fund(principalOf(request).organizationId, request.params.transferId, request.body?.amount)),
     });
@@ -109,13 +124,14 @@ export async function transferRoutes(app: App, deps: { transfers: TransferServic
     app.post('/v1/sandbox/transfers/:transferId/advance', {
       config: { auth: 'any', scope: 'transfers:write' },
       schema: {
+        operationId: 'sandboxAdvanceTransfer',
         tags: ['Sandbox'],
         summary: 'Move the transfer\'s next leg one step now',
         description:
           'Sandbox only (404 in production). Works in PENDING_SETUP (prepares the path) and IN_PROGRESS; 409 invalid_transition otherwise. ' +
           'When the provider of the next leg is DOWN: 503 provider_unavailable and nothing changes; the transfer waits (blockingParty PROVIDER) and moves on once the provider is back.',
         params: TransferParams,
-        response: { 200: Transfer, ...errorResponses(401, 403, 404, 409, 500, 503) },
+        response: { 200: Transfer, ...errorResponses({ 404: ['not_found'], 409: ['invalid_transition'], 503: ['provider_unavailable'] }) },
       },
       handler: async (request, reply) => send(reply, await engine.advance(principalOf(request).organizationId, request.params.transferId)),
     });
@@ -124,13 +140,14 @@ export async function transferRoutes(app: App, deps: { transfers: TransferServic
   app.get('/v1/ops/transfers', {
     config: { auth: 'bearer', ops: true },
     schema: {
+      operationId: 'opsListTransfers',
       tags: ['Operations'],
       summary: 'The review queue: transfers in one status across organizations',
       description:
         'IN_REVIEW unless `status` says otherwise, oldest first (the longest waiting on top), paged with a cursor; ' +
         '`organizationId` narrows it to one organization. Each item is the transfer as GET /v1/transfers lists it, with its organizationId.',
       querystring: OpsTransferListQuery,
-      response: { 200: OpsTransferList, ...errorResponses(400, 401, 403, 422, 500) },
+      response: { 200: OpsTransferList, ...errorResponses({ 400: ['invalid_cursor'] }) },
     },
     handler: async (request) => transfers.listForReview(request.query),
   });
@@ -139,6 +156,7 @@ export async function transferRoutes(app: App, deps: { transfers: TransferServic
     app.post(`/v1/ops/transfers/:transferId/${decision}`, {
       config: { auth: 'bearer', ops: true },
       schema: {
+        operationId: decision === 'approve' ? 'opsApproveTransfer' : 'opsRejectTransfer',
         tags: ['Operations'],
         summary: decision === 'approve' ? 'Approve a transfer in review' : 'Reject a transfer in review',
         description:
@@ -147,7 +165,7 @@ export async function transferRoutes(app: App, deps: { transfers: TransferServic
             : 'IN_REVIEW → REFUNDED once funded (the funds go back), or FAILED before funds. Any organization\'s transfer.',
         params: TransferParams,
         body: Type.Optional(ReviewBody),
-        response: { 200: Transfer, ...errorResponses(401, 403, 404, 409, 500) },
+        response: { 200: Transfer, ...errorResponses({ 404: ['not_found'], 409: ['invalid_transition'] }) },
       },
       handler: async (request) => {
         const p = principalOf(request);

@@ -8,10 +8,11 @@ export async function userRoutes(app: App, deps: { users: UserService }) {
   app.get('/v1/users', {
     config: { auth: 'any', scope: 'users:read' },
     schema: {
+      operationId: 'listUsers',
       tags: ['Users'],
       summary: 'List the users of your organization',
       querystring: UserListQuery,
-      response: { 200: UserList, ...errorResponses(401, 403, 422, 500) },
+      response: { 200: UserList, ...errorResponses({ 400: ['invalid_cursor'] }) },
     },
     handler: async (request) => {
       const { limit = 25, cursor } = request.query;
@@ -21,7 +22,7 @@ export async function userRoutes(app: App, deps: { users: UserService }) {
 
   app.get('/v1/users/me', {
     config: { auth: 'bearer' },
-    schema: { tags: ['Users'], summary: 'The signed-in user', response: { 200: User, ...errorResponses(401, 403, 500) } },
+    schema: { operationId: 'getCurrentUser', tags: ['Users'], summary: 'The signed-in user', response: { 200: User } },
     handler: async (request) => {
       const p = principalOf(request);
       return deps.users.get(p.organizationId, p.userId!);

@@ -38,11 +38,12 @@ export async function webhookRoutes(app: App, deps: { webhooks: WebhookService }
   app.post('/v1/webhook-endpoints', {
     config: { auth: 'any', scope: 'webhooks:write' },
     schema: {
+      operationId: 'createWebhookEndpoint',
       tags: ['Webhooks'],
       summary: 'Register a webhook endpoint',
       description: `Answers the endpoint with its signing secret, which is never shown again.\n\n${DELIVERY_CONTRACT}`,
       body: CreateWebhookEndpoint,
-      response: { 201: WebhookEndpointWithSecret, ...errorResponses(400, 401, 403, 422, 500) },
+      response: { 201: WebhookEndpointWithSecret, ...errorResponses({ 422: ['unsafe_webhook_url'] }) },
     },
     handler: async (request, reply) => {
       const created = await webhooks.createEndpoint(principalOf(request).organizationId, request.body);
@@ -53,10 +54,11 @@ export async function webhookRoutes(app: App, deps: { webhooks: WebhookService }
   app.get('/v1/webhook-endpoints', {
     config: { auth: 'any', scope: 'webhooks:read' },
     schema: {
+      operationId: 'listWebhookEndpoints',
       tags: ['Webhooks'],
       summary: 'List webhook endpoints (without secrets)',
       querystring: ListQuery,
-      response: { 200: WebhookEndpointList, ...errorResponses(400, 401, 403, 422, 500) },
+      response: { 200: WebhookEndpointList, ...errorResponses({ 400: ['invalid_cursor'] }) },
     },
     handler: async (request) => {
       const { limit = 25, cursor } = request.query;
@@ -67,10 +69,11 @@ export async function webhookRoutes(app: App, deps: { webhooks: WebhookService }
   app.get('/v1/webhook-endpoints/:id', {
     config: { auth: 'any', scope: 'webhooks:read' },
     schema: {
+      operationId: 'getWebhookEndpoint',
       tags: ['Webhooks'],
       summary: 'One webhook endpoint (without its secret)',
       params: EndpointParams,
-      response: { 200: WebhookEndpoint, ...errorResponses(401, 403, 404, 422, 500) },
+      response: { 200: WebhookEndpoint, ...errorResponses({ 404: ['not_found'] }) },
     },
     handler: async (request) => webhooks.getEndpoint(principalOf(request).organizationId, request.params.id),
   });
@@ -78,11 +81,12 @@ export async function webhookRoutes(app: App, deps: { webhooks: WebhookService }
   app.patch('/v1/webhook-endpoints/:id', {
     config: { auth: 'any', scope: 'webhooks:write' },
     schema: {
+      operationId: 'updateWebhookEndpoint',
       tags: ['Webhooks'],
       summary: 'Change a webhook endpoint: url, eventTypes, description, or status to disable or enable it',
       params: EndpointParams,
       body: UpdateWebhookEndpoint,
-      response: { 200: WebhookEndpoint, ...errorResponses(400, 401, 403, 404, 422, 500) },
+      response: { 200: WebhookEndpoint, ...errorResponses({ 404: ['not_found'], 422: ['unsafe_webhook_url'] }) },
     },
     handler: async (request) => webhooks.updateEndpoint(principalOf(request).organizationId, request.params.id, request.body),
   });
@@ -90,10 +94,11 @@ export async function webhookRoutes(app: App, deps: { webhooks: WebhookService }
   app.delete('/v1/webhook-endpoints/:id', {
     config: { auth: 'any', scope: 'webhooks:write' },
     schema: {
+      operationId: 'deleteWebhookEndpoint',
       tags: ['Webhooks'],
       summary: 'Delete a webhook endpoint and its delivery history; nothing more is sent to it',
       params: EndpointParams,
-      response: { 204: { type: 'null', description: 'Deleted' }, ...errorResponses(401, 403, 404, 422, 500) },
+      response: { 204: { type: 'null', description: 'Deleted' }, ...errorResponses({ 404: ['not_found'] }) },
     },
     handler: async (request, reply) => {
       await webhooks.deleteEndpoint(principalOf(request).organizationId, request.params.id);
@@ -104,6 +109,7 @@ export async function webhookRoutes(app: App, deps: { webhooks: WebhookService }
   app.post('/v1/webhook-endpoints/:id/rotate-secret', {
     config: { auth: 'any', scope: 'webhooks:write' },
     schema: {
+      operationId: 'rotateWebhookEndpointSecret',
       tags: ['Webhooks'],
       summary: 'Issue a new signing secret',
       description:
@@ -112,7 +118,7 @@ export async function webhookRoutes(app: App, deps: { webhooks: WebhookService }
         'Every attempt is signed when it is sent: retries of deliveries that were in flight at the rotation carry both signatures during the overlap ' +
         'and only the new one afterwards. Rotating again during the overlap retires the oldest secret at once (only the two newest sign).',
       params: EndpointParams,
-      response: { 200: WebhookEndpointWithSecret, ...errorResponses(401, 403, 404, 422, 500) },
+      response: { 200: WebhookEndpointWithSecret, ...errorResponses({ 404: ['not_found'] }) },
     },
     handler: async (request) => webhooks.rotateSecret(principalOf(request).organizationId, request.params.id),
   });
@@ -120,11 +126,12 @@ export async function webhookRoutes(app: App, deps: { webhooks: WebhookService }
   app.get('/v1/webhook-endpoints/:id/deliveries', {
     config: { auth: 'any', scope: 'webhooks:read' },
     schema: {
+      operationId: 'listWebhookDeliveries',
       tags: ['Webhooks'],
       summary: 'Deliveries to this endpoint, newest first, each with every attempt',
       params: EndpointParams,
       querystring: ListQuery,
-      response: { 200: WebhookDeliveryList, ...errorResponses(400, 401, 403, 404, 422, 500) },
+      response: { 200: WebhookDeliveryList, ...errorResponses({ 400: ['invalid_cursor'], 404: ['not_found'] }) },
     },
     handler: async (request) => {
       const { limit = 25, cursor } = request.query;
@@ -135,13 +142,14 @@ export async function webhookRoutes(app: App, deps: { webhooks: WebhookService }
   app.post('/v1/webhook-endpoints/:id/deliveries/:deliveryId/replay', {
     config: { auth: 'any', scope: 'webhooks:write' },
     schema: {
+      operationId: 'replayWebhookDelivery',
       tags: ['Webhooks'],
       summary: 'Send a delivery again now',
       description:
         'Queues one more attempt of the delivery, with the same event and the same webhook-id; it shows in the delivery as a MANUAL attempt. ' +
         'A replay that succeeds marks a FAILED delivery SUCCEEDED. A disabled endpoint answers 409 webhook_endpoint_disabled.',
       params: DeliveryParams,
-      response: { 202: WebhookDelivery, ...errorResponses(401, 403, 404, 409, 422, 500) },
+      response: { 202: WebhookDelivery, ...errorResponses({ 404: ['not_found'], 409: ['webhook_endpoint_disabled'] }) },
     },
     handler: async (request, reply) => {
       const { id, deliveryId } = request.params;

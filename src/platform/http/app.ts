@@ -12,7 +12,7 @@ import { schemaValidationError, validatorCompiler } from './validation.ts';
 import { createMetrics } from './metrics.ts';
 import type { Metrics } from './metrics.ts';
 import { trustedProxyMatcher } from './trusted-proxies.ts';
-import { ErrorBody } from './schemas.ts';
+import { addErrorCodes, ErrorBody } from './schemas.ts';
 
 export type App = FastifyInstance<RawServerDefault, any, any, FastifyBaseLogger, TypeBoxTypeProvider>;
 
@@ -135,16 +135,17 @@ function emptyBodyAsObject(request: FastifyRequest, _reply: FastifyReply, done: 
 /**
  * Adds the errors the shell itself produces to a route's documented responses, so every route's
  * OpenAPI entry lists them without each domain repeating it: bad JSON, oversize and wrong media
- * type where there is a body, validation wherever there is a schema to fail.
+ * type where there is a body, validation wherever there is a schema to fail, and the unexpected.
  */
 function documentRequestErrors(schema: Record<string, unknown> | undefined): void {
   if (!schema || schema.hide) return;
-  const add = (status: number) => {
-    const responses = (schema.response ??= {}) as Record<string, unknown>;
-    if (!(status in responses)) responses[status] = ErrorBody;
-  };
-  if (schema.body) [400, 413, 415, 422].forEach(add);
-  if (schema.querystring || schema.params) add(422);
+  if (schema.body) {
+    addErrorCodes(schema, 400, ['invalid_json', 'invalid_content_length']);
+    addErrorCodes(schema, 413, ['payload_too_large']);
+    addErrorCodes(schema, 415, ['unsupported_media_type']);
+  }
+  if (schema.body || schema.querystring || schema.params || schema.headers) addErrorCodes(schema, 422, ['validation_error']);
+  addErrorCodes(schema, 500, ['internal_error']);
 }
 
 function toErrorResponse(error: FastifyError | ApiError | Error): { status: number; body: { code: string; message: string; details?: unknown }; headers?: Record<string, string> } {

@@ -28,9 +28,48 @@ export function ListOf<T extends TSchema>(item: T, title: string) {
   return Type.Object({ data: Type.Array(item), meta: ListMeta }, { title });
 }
 
-/** Standard error responses a route can produce, for the OpenAPI document. */
-export function errorResponses(...statuses: number[]): Record<number, typeof ErrorBody> {
-  return Object.fromEntries(statuses.map((s) => [s, ErrorBody]));
+/**
+ * The error body of one status of one route: ErrorBody whose `code` is one of `codes`, listed in
+ * the OpenAPI document so clients can switch on them. Serialization is unchanged (an enum does
+ * not filter), so the list documents, it never rewrites an answer.
+ */
+export function errorBody(codes: readonly string[]) {
+  const list = [...new Set(codes)];
+  return Type.Object(
+    {
+      code: Type.Unsafe<string>({ type: 'string', enum: list, description: 'Stable machine-readable error code' }),
+      message: ErrorBody.properties.message,
+      details: ErrorBody.properties.details,
+    },
+    { title: 'Error', description: `{code, message}; code is one of: ${list.map((c) => `\`${c}\``).join(', ')}` },
+  );
+}
+
+/**
+ * The error answers a route produces itself, each status with its codes:
+ * `errorResponses({ 404: ['not_found'], 409: ['quote_option_used'] })`. The HTTP shell and the auth
+ * guard add theirs (invalid_json, validation_error, unauthorized, rate_limited, …) to every route.
+ */
+export function errorResponses(codes: Record<number, readonly string[]>): Record<number, ReturnType<typeof errorBody>> {
+  return Object.fromEntries(Object.entries(codes).map(([status, list]) => [status, errorBody(list)]));
+}
+
+/** The codes a documented error response lists, or null when the response is not an error body. */
+function codesOf(schema: unknown): string[] | null {
+  const code = (schema as { properties?: { code?: { enum?: unknown } } } | undefined)?.properties?.code;
+  return code && Array.isArray(code.enum) ? (code.enum as string[]) : null;
+}
+
+/**
+ * Adds codes to the documented answer of a route for one status (from an onRoute hook). A status
+ * the route documents with its own non-error schema (the 503 of /health) is left alone.
+ */
+export function addErrorCodes(schema: Record<string, unknown>, status: number, codes: readonly string[]): void {
+  const responses = (schema.response ??= {}) as Record<string, unknown>;
+  const existing = responses[status];
+  const known = codesOf(existing);
+  if (existing !== undefined && !known) return;
+  responses[status] = errorBody([...(known ?? []), ...codes]);
 }
 
 /** A string restricted to a fixed list, typed as the union of its values. */

@@ -12,7 +12,7 @@ export async function systemRoutes(app: App, deps: { ping: () => Promise<void>; 
 
   app.get('/health', {
     config: { auth: 'none' },
-    schema: { tags: ['Operations'], summary: 'Liveness and database reachability', response: { 200: Health, 503: Health } },
+    schema: { operationId: 'getHealth', tags: ['Operations'], summary: 'Liveness and database reachability', response: { 200: Health, 503: Health } },
     logLevel: 'warn',
     handler: async (_request, reply) => {
       try {
@@ -26,7 +26,12 @@ export async function systemRoutes(app: App, deps: { ping: () => Promise<void>; 
 
   app.get('/metrics', {
     config: { auth: 'none' },
-    schema: { tags: ['Operations'], summary: 'Prometheus metrics', hide: false, produces: ['text/plain'] } as never,
+    schema: {
+      operationId: 'getMetrics',
+      tags: ['Operations'],
+      summary: 'Prometheus metrics',
+      response: { 200: { description: 'Prometheus text exposition format 0.0.4', content: { 'text/plain': { schema: { type: 'string' } } } } },
+    },
     logLevel: 'warn',
     handler: async (_request, reply) => {
       reply.header('content-type', deps.metrics.registry.contentType);
@@ -36,8 +41,13 @@ export async function systemRoutes(app: App, deps: { ping: () => Promise<void>; 
 
   app.get('/v1/openapi.json', {
     config: { auth: 'none' },
-    schema: { tags: ['Operations'], summary: 'This OpenAPI 3.1 document', hide: true } as never,
-    handler: async () => app.swagger(),
+    schema: {
+      operationId: 'getOpenApiDocument',
+      tags: ['Operations'],
+      summary: 'This OpenAPI 3.1 document',
+      response: { 200: Type.Object({ openapi: Type.String() }, { additionalProperties: true, description: 'An OpenAPI 3.1 document' }) },
+    },
+    handler: async () => app.swagger() as { openapi: string },
   });
 }
 
