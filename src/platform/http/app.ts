@@ -25,6 +25,8 @@ export interface HttpOptions {
 }
 
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
+/** Methods whose request body Fastify parses, whether or not the route declares one. */
+const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
 
 export async function createHttpApp(options: HttpOptions): Promise<{ app: App; metrics: Metrics }> {
@@ -60,7 +62,7 @@ export async function createHttpApp(options: HttpOptions): Promise<{ app: App; m
   // can answer 405 with Allow instead of a misleading 404.
   const known = FindMyWay({ ignoreTrailingSlash: true });
   app.addHook('onRoute', (route) => {
-    documentRequestErrors(route.schema as Record<string, unknown> | undefined);
+    documentRequestErrors(route.schema as Record<string, unknown> | undefined, [route.method].flat());
     // A POST sent without any body is read as an empty object: routes whose fields are all optional
     // (sandbox fund, ops approve) then work as documented, and a route with required fields names
     // each missing one instead of answering "body: must be object". Only routes with a body get
@@ -135,11 +137,13 @@ function emptyBodyAsObject(request: FastifyRequest, _reply: FastifyReply, done: 
 /**
  * Adds the errors the shell itself produces to a route's documented responses, so every route's
  * OpenAPI entry lists them without each domain repeating it: bad JSON, oversize and wrong media
- * type where there is a body, validation wherever there is a schema to fail, and the unexpected.
+ * type wherever a body is parsed (on every POST, PUT, PATCH and DELETE, even one that takes no
+ * fields: a body sent to it is still parsed), validation wherever there is a schema to fail, and
+ * the unexpected.
  */
-function documentRequestErrors(schema: Record<string, unknown> | undefined): void {
+function documentRequestErrors(schema: Record<string, unknown> | undefined, methods: string[]): void {
   if (!schema || schema.hide) return;
-  if (schema.body) {
+  if (schema.body || methods.some((m) => BODY_METHODS.has(m))) {
     addErrorCodes(schema, 400, ['invalid_json', 'invalid_content_length']);
     addErrorCodes(schema, 413, ['payload_too_large']);
     addErrorCodes(schema, 415, ['unsupported_media_type']);

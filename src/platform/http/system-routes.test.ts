@@ -187,6 +187,9 @@ describe('the OpenAPI document is the contract clients generate from', () => {
       ['POST', '/v1/transfers', { ...k, body: {} }],
       ['POST', '/v1/transfers', { ...k, headers: { 'idempotency-key': 'a' }, body: { quoteOptionId: Z, entityId: entity.body.id, destination: { type: 'FIAT_ACCOUNT', fiatAccountId: Z } } }],
       ['GET', `/v1/transfers/${Z}`, k],
+      // Routes that take no fields still parse a body that is sent.
+      ['POST', `/v1/transfers/${Z}/cancel`, { ...k, rawBody: '', headers: { 'content-type': 'application/json' } }],
+      ['DELETE', `/v1/webhook-endpoints/${Z}`, { ...k, rawBody: 'x', headers: { 'content-type': 'text/plain' } }],
       ['POST', '/v1/reports', { ...k, body: {} }],
       ['GET', `/v1/report-downloads/${Z}?expires=1&signature=abc`],
       ['GET', '/v1/ops/transfers', { token: org.token }],
