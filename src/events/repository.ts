@@ -32,7 +32,7 @@ export class EventRepository {
     this.#db = db;
   }
 
-  async insert(db: Kysely<any>, row: { id: string; organization_id: string; type: string; data: Record<string, unknown> }): Promise<Date> {
+  async insert(db: Kysely<any>, row: { id: string; organization_id: string; type: string; data: Record<string, unknown>; created_at?: Date }): Promise<Date> {
     const inserted = await (db as Kysely<Tables>)
       .insertInto('events')
       .values({ ...row, data: JSON.stringify(row.data) as never })

@@ -78,10 +78,18 @@ export class EventService {
   }
 
   /** Appends an event inside the caller's transaction. The id is stable across every delivery. */
-  async record(trx: Transaction<any>, event: { organizationId: string; type: EventType; data: Record<string, unknown> }): Promise<RecordedEvent> {
-    const id = randomUUID();
+  /**
+   * Records an event in the caller's transaction. A change that keeps its own record of the moment
+   * (a transfer's timeline item) passes that record's id and time, so the event a receiver gets,
+   * the timeline and the reports built from it name the change by one id and one instant.
+   */
+  async record(
+    trx: Transaction<any>,
+    event: { organizationId: string; type: EventType; data: Record<string, unknown>; id?: string; occurredAt?: Date },
+  ): Promise<RecordedEvent> {
+    const id = event.id ?? randomUUID();
     const data = eventData(event.type, event.data);
-    const createdAt = await this.#repo.insert(trx, { id, organization_id: event.organizationId, type: event.type, data });
+    const createdAt = await this.#repo.insert(trx, { id, organization_id: event.organizationId, type: event.type, data, ...(event.occurredAt ? { created_at: event.occurredAt } : {}) });
     const recorded: RecordedEvent = { id, type: event.type, organizationId: event.organizationId, data, createdAt };
     for (const subscriber of this.#subscribers) await subscriber(trx, recorded);
     return recorded;

@@ -79,6 +79,24 @@ test('status history lists exactly the STATUS items of each transfer\'s timeline
   }
 });
 
+// Regression: the CSV's eventId was an internal id no other part of the API showed, and the
+// event's createdAt came from the database clock, before the change's occurredAt.
+test('status history: each row\'s eventId is the id of that change in GET /v1/events and in webhooks, at the same instant', async () => {
+  const { report, text } = await generateReport(t, c.org.apiKey, { type: 'TRANSFER_STATUS_HISTORY', filters: window() });
+  assert.equal(report.status, 'READY', JSON.stringify(report));
+  const rows = csvRecords(text!).filter((r) => r.transferId === transfers.completed.id);
+  assert.ok(rows.length >= 4, text!);
+  for (const row of rows) {
+    const res = await t.request('GET', `/v1/events/${row.eventId}`, { apiKey: c.org.apiKey });
+    assert.equal(res.status, 200, `${row.eventId}: ${res.text}`);
+    assert.equal(res.body.type, 'transfer.status_changed');
+    assert.deepEqual(
+      [res.body.createdAt, res.body.data.transferId, res.body.data.status, res.body.data.previousStatus ?? '', String(res.body.data.version)],
+      [row.occurredAt, row.transferId, row.toStatus, row.fromStatus, row.transferVersion],
+    );
+  }
+});
+
 test('activity summary: the transfer\'s own amounts, status and legs', async () => {
   const { report, text } = await generateReport(t, c.org.apiKey, { type: 'TRANSFER_ACTIVITY', filters: { ...window(), includeFees: true } });
   assert.equal(report.status, 'READY');

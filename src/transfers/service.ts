@@ -319,6 +319,8 @@ export class TransferService {
       throw err;
     }
     await this.#events.record(trx, {
+      id: first.id,
+      occurredAt: createdAt,
       organizationId,
       type: 'transfer.status_changed',
       data: { transferId: id, status, previousStatus: null, blockingParty: row.blocking_party, version: 1 },
@@ -521,6 +523,8 @@ export class TransferService {
     patch.api_view = nextView({ ...transfer, ...patch }, null, item, now);
     transfer = await this.#repo.updateWithTimeline(trx, transfer.id, patch, item, now);
     await this.#events.record(trx, {
+      id: item.id,
+      occurredAt: now,
       organizationId: transfer.organization_id,
       type: 'transfer.status_changed',
       data: { transferId: transfer.id, status: to, previousStatus: from, blockingParty: transfer.blocking_party, version: transfer.version },
@@ -575,6 +579,8 @@ export class TransferService {
       { id: leg.id, patch: legPatch },
     );
     await this.#events.record(trx, {
+      id: item.id,
+      occurredAt: now,
       organizationId: transfer.organization_id,
       type: 'transfer.leg_status_changed',
       data: {
