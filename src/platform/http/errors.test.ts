@@ -116,6 +116,61 @@ describe('validation', () => {
     assert.equal(query.body.details[0].path, 'query.cursor');
   });
 
+  // Regression: JSON lets a string hold an unpaired surrogate ("\ud800"); PostgreSQL refuses it in
+  // jsonb, so an entity name or a report filter holding one answered 500.
+  test('an unpaired UTF-16 surrogate anywhere in a body is 422 naming its field, and nothing is written', async () => {
+    const before = (await t.request('GET', '/v1/entities', { apiKey: org.apiKey })).body.meta.total;
+    for (const [lastName, rawBody] of [
+      ['high', '{"type":"INDIVIDUAL","firstName":"Ada","lastName":"Love\\ud800lace","country":"US"}'],
+      ['low', '{"type":"INDIVIDUAL","firstName":"Ada","lastName":"\\udfff","country":"US"}'],
+      ['reversed pair', '{"type":"INDIVIDUAL","firstName":"Ada","lastName":"\\ude00\\ud83d","country":"US"}'],
+    ] as const) {
+      const res = await call('POST', '/v1/entities', { apiKey: org.apiKey, rawBody, headers: { 'content-type': 'application/json' } });
+      assertError(res, 422, 'validation_error');
+      assert.deepEqual(res.body.details.map((d: { path: string }) => d.path), ['lastName'], lastName);
+      assert.match(res.body.details[0].message, /unpaired UTF-16 surrogate/);
+    }
+    const preview = await call('POST', '/v1/reports/preview', {
+      apiKey: org.apiKey,
+      body: { type: 'TRANSFER_ACTIVITY', filters: { from: '2026-01-01T00:00:00Z', to: '2026-02-01T00:00:00Z', originalMessageId: 'MSG-\ud800' } },
+    });
+    assertError(preview, 422, 'validation_error');
+    assert.deepEqual(preview.body.details.map((d: { path: string }) => d.path), ['filters.originalMessageId']);
+    assert.equal((await t.request('GET', '/v1/entities', { apiKey: org.apiKey })).body.meta.total, before);
+    // A well-formed pair (an emoji) is text like any other.
+    const emoji = await t.request('POST', '/v1/entities', { apiKey: org.apiKey, body: { type: 'INDIVIDUAL', firstName: 'Ada', lastName: 'Lovelace \ud83d\ude00', country: 'US' } });
+    assert.equal(emoji.status, 201, emoji.text);
+    assert.equal(emoji.body.lastName, 'Lovelace 😀');
+  });
+
+  // Regression: ajv's uuid format takes a "urn:uuid:" prefix and RFC 3339 takes year 0000, years
+  // past 9999 once the offset applies, and leap seconds; each reached PostgreSQL and answered 500.
+  test('a uuid or date-time the database cannot read is 422 naming the field, not 500', async () => {
+    const id = '3b241101-e2bb-4255-8caf-4136c566a962';
+    for (const [query, field] of [
+      [`entityId=urn:uuid:${id}`, 'query.entityId'],
+      ['createdFrom=0000-01-01T00:00:00Z', 'query.createdFrom'],
+      ['createdFrom=0001-01-01T00:00:00%2B01:00', 'query.createdFrom'],
+      ['createdTo=9999-12-31T23:59:59.999-23:00', 'query.createdTo'],
+      ['createdTo=2016-12-31T23:59:60Z', 'query.createdTo'],
+    ] as const) {
+      const res = await call('GET', `/v1/transfers?${query}`, { apiKey: org.apiKey });
+      assertError(res, 422, 'validation_error');
+      assert.deepEqual(res.body.details.map((d: { path: string }) => d.path), [field], query);
+    }
+    assertError(await call('GET', `/v1/entities/urn:uuid:${id}`, { apiKey: org.apiKey }), 422, 'validation_error');
+    for (const from of ['0000-06-01T00:00:00Z', '2016-12-31T23:59:60Z']) {
+      const res = await call('POST', '/v1/reports/preview', { apiKey: org.apiKey, body: { type: 'TRANSFER_ACTIVITY', filters: { from, to: '2026-02-01T00:00:00Z' } } });
+      assertError(res, 422, 'validation_error');
+      assert.deepEqual(res.body.details, [{ path: 'filters.from', message: 'must be an RFC 3339 date-time with a time zone, from year 0001 to 9999 (e.g. 2026-01-31T09:30:00Z)' }]);
+    }
+    // The edges of the range, offsets and upper-case ids still work.
+    for (const query of ['createdFrom=0001-01-01T00:00:00Z', 'createdTo=9999-12-31T23:59:59.999Z', 'createdFrom=2026-01-01T00:00:00%2B14:00', `entityId=${id.toUpperCase()}`]) {
+      const res = await t.request('GET', `/v1/transfers?${query}`, { apiKey: org.apiKey });
+      assert.ok(res.status === 200 || res.status === 404, `${query}: ${res.text}`);
+    }
+  });
+
   test('a cursor this API did not issue is 400 invalid_cursor', async () => {
     for (const cursor of ['garbage', Buffer.from('["x","y"]').toString('base64url'), Buffer.from('{}').toString('base64url')]) {
       assertError(await call('GET', `/v1/users?cursor=${cursor}`, { apiKey: org.apiKey }), 400, 'invalid_cursor');

@@ -18,7 +18,23 @@ function makeAjv(coerce: boolean): Ajv {
     strict: false,
   });
   addFormats(ajv);
+  // ajv-formats' uuid also takes a "urn:uuid:" prefix, which PostgreSQL's uuid type refuses.
+  ajv.addFormat('uuid', UUID);
+  // RFC 3339 lets through instants the database cannot store or JavaScript cannot read: year 0000,
+  // years past 9999 once the offset is applied, and leap seconds (23:59:60).
+  const rfc3339 = ajv.formats['date-time'] as { validate: (text: string) => boolean; compare?: (a: string, b: string) => number | undefined };
+  ajv.addFormat('date-time', { type: 'string', validate: (text: string) => rfc3339.validate(text) && storableInstant(text), ...(rfc3339.compare ? { compare: rfc3339.compare } : {}) });
   return ajv;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const FIRST_STORABLE = Date.parse('0001-01-01T00:00:00.000Z');
+const LAST_STORABLE = Date.parse('9999-12-31T23:59:59.999Z');
+
+/** Whether an RFC 3339 date-time is an instant from 0001-01-01 to 9999-12-31 (UTC). */
+function storableInstant(text: string): boolean {
+  const t = Date.parse(text);
+  return Number.isFinite(t) && t >= FIRST_STORABLE && t <= LAST_STORABLE;
 }
 
 const strictAjv = makeAjv(false);
@@ -27,40 +43,60 @@ const coercingAjv = makeAjv(true);
 export const validatorCompiler: FastifySchemaCompiler<any> = ({ schema, httpPart }) => {
   const ajv = httpPart === 'body' ? strictAjv : coercingAjv;
   const validate = ajv.compile(schema as object);
-  // PostgreSQL cannot store U+0000 in text or jsonb, so a value holding it would fail at the
-  // database as a 500 (and the failed statement's parameters would reach the error). Every
-  // request part with a schema refuses it here, as a precise 422, before anything runs.
+  // PostgreSQL cannot store U+0000 in text or jsonb, and refuses an unpaired UTF-16 surrogate
+  // (JSON "\ud800") in jsonb, so a value holding either would fail at the database as a 500 (and
+  // the failed statement's parameters would reach the error); in a text column the surrogate would
+  // silently become U+FFFD instead. Every request part with a schema refuses both here, as a
+  // precise 422, before anything runs.
   const check = (data: unknown) => {
     if (!validate(data)) {
       check.errors = validate.errors;
       return false;
     }
-    const at = nulCharacterAt(data, '');
-    check.errors = at === null ? null : [{ instancePath: at, schemaPath: '#', keyword: 'pattern', params: {}, message: 'must not contain the NUL character (U+0000)' } as ErrorObject];
-    return at === null;
+    const found = unstorableTextAt(data, '');
+    check.errors = found === null ? null : [{ instancePath: found.path, schemaPath: '#', keyword: 'pattern', params: {}, message: found.message } as ErrorObject];
+    return found === null;
   };
   check.errors = null as ErrorObject[] | null | undefined;
   return check;
 };
 
-/** The JSON-pointer path of the first string or key holding U+0000, or null when there is none. */
-function nulCharacterAt(value: unknown, path: string): string | null {
-  if (typeof value === 'string') return value.includes('\u0000') ? path : null;
+const NUL = 'must not contain the NUL character (U+0000)';
+const LONE_SURROGATE = 'must not contain an unpaired UTF-16 surrogate (U+D800 to U+DFFF): send well-formed Unicode';
+
+/** What the database cannot store in a string, or null when it can. */
+function unstorableText(text: string): string | null {
+  if (text.includes('\u0000')) return NUL;
+  return text.isWellFormed() ? null : LONE_SURROGATE;
+}
+
+/** The JSON-pointer path of the first string or key the database cannot store, and why; null when there is none. */
+function unstorableTextAt(value: unknown, path: string): { path: string; message: string } | null {
+  if (typeof value === 'string') {
+    const message = unstorableText(value);
+    return message === null ? null : { path, message };
+  }
   if (value === null || typeof value !== 'object') return null;
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {
-      const found = nulCharacterAt(value[i], `${path}/${i}`);
+      const found = unstorableTextAt(value[i], `${path}/${i}`);
       if (found !== null) return found;
     }
     return null;
   }
   for (const [key, item] of Object.entries(value)) {
-    if (key.includes('\u0000')) return `${path}/${key.replace(/\u0000/g, '')}`;
-    const found = nulCharacterAt(item, `${path}/${key}`);
+    const keyProblem = unstorableText(key);
+    if (keyProblem !== null) return { path: `${path}/${key.replace(/\u0000/g, '').toWellFormed()}`, message: keyProblem };
+    const found = unstorableTextAt(item, `${path}/${key}`);
     if (found !== null) return found;
   }
   return null;
 }
+
+const FORMAT_MESSAGES: Record<string, string> = {
+  'date-time': 'must be an RFC 3339 date-time with a time zone, from year 0001 to 9999 (e.g. 2026-01-31T09:30:00Z)',
+  uuid: 'must be a UUID (8-4-4-4-12 hexadecimal digits)',
+};
 
 const PART_PREFIX: Record<string, string> = { body: '', querystring: 'query.', params: 'path.', headers: 'headers.' };
 
@@ -83,6 +119,8 @@ export function describeAjvErrors(errors: ErrorObject[], part: string): FieldPro
       message = `must be one of ${(e.params as { allowedValues: unknown[] }).allowedValues.join(', ')}`;
     } else if (e.keyword === 'const') {
       message = `must be ${JSON.stringify((e.params as { allowedValue: unknown }).allowedValue)}`;
+    } else if (e.keyword === 'format') {
+      message = FORMAT_MESSAGES[(e.params as { format: string }).format] ?? message;
     }
     const path = `${prefix}${field}`.replace(/\.$/, '');
     const key = `${path}|${message}`;
