@@ -176,6 +176,31 @@ describe('validation', () => {
       assertError(await call('GET', `/v1/users?cursor=${cursor}`, { apiKey: org.apiKey }), 400, 'invalid_cursor');
     }
   });
+
+  // Regression: a forged cursor whose id merely had 36 hex digits and dashes, or whose timestamp
+  // JavaScript could parse but PostgreSQL could not, reached the database and answered 500.
+  test('a forged cursor is 400 invalid_cursor on every list, never 500', async () => {
+    const id = '3b241101-e2bb-4255-8caf-4136c566a962';
+    const forged = [
+      ['2026-01-01T00:00:00.000Z', '------------------------------------'],
+      ['2026-01-01T00:00:00.000Z', 'gggggggg-gggg-gggg-gggg-gggggggggggg'],
+      ['+275760-09-13T00:00:00.000Z', id],
+      ['10000', id],
+      ['0000-01-01T00:00:00.000Z', id],
+      ['1', id],
+    ].map((c) => Buffer.from(JSON.stringify(c)).toString('base64url'));
+    for (const list of ['/v1/users', '/v1/api-keys', '/v1/entities', '/v1/fiat-accounts', '/v1/crypto-wallets', '/v1/transfers', '/v1/webhook-endpoints']) {
+      for (const cursor of forged) assertError(await call('GET', `${list}?cursor=${cursor}`, { apiKey: org.apiKey }), 400, 'invalid_cursor');
+    }
+    // A cursor the API issued still pages.
+    await t.request('POST', '/v1/webhook-endpoints', { apiKey: org.apiKey, body: { url: 'https://example.com/a', eventTypes: ['transfer.status_changed'] } });
+    await t.request('POST', '/v1/webhook-endpoints', { apiKey: org.apiKey, body: { url: 'https://example.com/b', eventTypes: ['transfer.status_changed'] } });
+    const first = await t.request('GET', '/v1/webhook-endpoints?limit=1', { apiKey: org.apiKey });
+    assert.ok(first.body.meta.nextCursor, first.text);
+    const next = await t.request('GET', `/v1/webhook-endpoints?limit=1&cursor=${first.body.meta.nextCursor}`, { apiKey: org.apiKey });
+    assert.equal(next.status, 200, next.text);
+    assert.notEqual(next.body.data[0].id, first.body.data[0].id);
+  });
 });
 
 describe('size, media type, routes and methods', () => {
