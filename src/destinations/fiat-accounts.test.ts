@@ -195,6 +195,17 @@ describe('fiat accounts', () => {
     assert.deepEqual(secondPage.body.data.map((v: { version: number }) => v.version), [2]);
     assert.equal(secondPage.body.meta.nextCursor, null);
     assert.equal((await t.request('GET', `/v1/fiat-accounts/${v1.id}/versions/3`, { apiKey: a.apiKey })).status, 404);
+    // Regression: a version number past PostgreSQL's integer, in the path or in a hand-made cursor, answered 500.
+    const huge = await t.request('GET', `/v1/fiat-accounts/${v1.id}/versions/2147483648`, { apiKey: a.apiKey });
+    assert.equal(huge.status, 422, huge.text);
+    assert.equal(huge.body.details[0].path, 'path.version');
+    assert.equal((await t.request('GET', `/v1/fiat-accounts/${v1.id}/versions/2147483647`, { apiKey: a.apiKey })).status, 404);
+    for (const v of [2147483648, 1e300]) {
+      const cursor = Buffer.from(JSON.stringify({ v })).toString('base64url');
+      const res = await t.request('GET', `/v1/fiat-accounts/${v1.id}/versions?cursor=${cursor}`, { apiKey: a.apiKey });
+      assert.equal(res.status, 400, res.text);
+      assert.equal(res.body.code, 'invalid_cursor');
+    }
 
     // The transfer engine's view: the snapshot of the current version and of a past one.
     const destinations = t.server.services.destinations;

@@ -3,6 +3,8 @@ import { ListOf, PageQuery, StringEnum, Timestamp, Uuid } from '../platform/http
 import { FIAT_METHODS } from '../providers/adapter.ts';
 
 export const RELATIONSHIPS = ['SELF', 'THIRD_PARTY'] as const;
+/** Versions are stored as PostgreSQL integers; a larger number names no version. */
+export const MAX_VERSION = 2_147_483_647;
 export const CREATOR_TYPES = ['USER', 'API_KEY'] as const;
 
 const VERSIONING =
@@ -175,4 +177,4 @@ export const CryptoWalletSchemas = Type.Object(
 export const DestinationListQuery = Type.Object({ ...PageQuery, entityId: Type.Optional(Uuid) }, { additionalProperties: false });
 export const VersionListQuery = Type.Object(PageQuery, { additionalProperties: false });
 export const DestinationIdParams = Type.Object({ id: Uuid });
-export const VersionParams = Type.Object({ id: Uuid, version: Type.Integer({ minimum: 1 }) });
+export const VersionParams = Type.Object({ id: Uuid, version: Type.Integer({ minimum: 1, maximum: MAX_VERSION }) });

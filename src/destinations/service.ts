@@ -12,6 +12,7 @@ import type { EntityService } from '../entities/service.ts';
 import { DestinationRepository } from './repository.ts';
 import type { CurrentRow, DestinationKind, DestinationRow, VersionContent, VersionRow } from './repository.ts';
 import { RailSchemaRegistry } from './rail-schemas.ts';
+import { MAX_VERSION } from './schemas.ts';
 import type { ChainSchema, FiatRailKey, FiatRailSchema } from './rail-schemas.ts';
 
 export type { DestinationKind };
@@ -126,7 +127,7 @@ const walletInstructions = (v: Pick<VersionRow, 'relationship' | 'rail' | 'instr
   return { relationship: v.relationship, blockchain: rail.blockchain, asset: rail.asset, address: i.address, memo: i.memo, tag: i.tag };
 };
 
-const isVersion = (v: unknown): v is number => Number.isInteger(v) && (v as number) >= 0;
+const isVersion = (v: unknown): v is number => Number.isInteger(v) && (v as number) >= 0 && (v as number) <= MAX_VERSION;
 const afterVersion = (cursor: string | undefined): number => (cursor ? decodeKeyCursor(cursor, 'v', isVersion) : 0);
 
 export class DestinationService {
