@@ -185,6 +185,11 @@ describe('crypto wallets (sandbox)', () => {
     assert.equal(foreign.body.code, 'not_found');
     const list = await t.request('GET', '/v1/crypto-wallets', { apiKey: b.org.apiKey });
     assert.ok(!list.body.data.some((w: { id: string }) => w.id === mine.id));
+    for (const entityId of [a.entityId, NOT_A_KNOWN_ID]) {
+      const filtered = await t.request('GET', `/v1/crypto-wallets?entityId=${entityId}`, { apiKey: b.org.apiKey });
+      assert.equal(filtered.status, 404, filtered.text);
+      assert.deepEqual(filtered.body, { code: 'not_found', message: 'Entity not found' });
+    }
     assert.equal((await t.request('GET', `/v1/crypto-wallets/${mine.id}`, { apiKey: a.org.apiKey })).body.address, BTC_P2PKH);
     // Fiat and crypto ids are not interchangeable.
     assert.equal((await t.request('GET', `/v1/fiat-accounts/${mine.id}`, { apiKey: a.org.apiKey })).status, 404);

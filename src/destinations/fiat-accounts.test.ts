@@ -273,8 +273,12 @@ describe('fiat accounts', () => {
     // Saving a destination for another organization's entity.
     const foreign = await t.request('POST', '/v1/fiat-accounts', { apiKey: b.apiKey, body: { entityId: entityA, rail: rail('MX/MXN/SPEI'), ...VALID['MX/MXN/SPEI'], relationship: 'SELF' } });
     assert.equal(foreign.status, 404);
-    const list = await t.request('GET', `/v1/fiat-accounts?entityId=${entityA}`, { apiKey: b.apiKey });
-    assert.deepEqual(list.body, { data: [], meta: { total: 0, nextCursor: null } });
+    // Filtering the list by another organization's entity (or one that does not exist) is 404 too.
+    for (const entityId of [entityA, NOT_A_KNOWN_ID]) {
+      const list = await t.request('GET', `/v1/fiat-accounts?entityId=${entityId}`, { apiKey: b.apiKey });
+      assert.equal(list.status, 404, list.text);
+      assert.deepEqual(list.body, { code: 'not_found', message: 'Entity not found' });
+    }
     assert.equal((await t.request('GET', `/v1/fiat-accounts/${mine.id}`, { apiKey: a.apiKey })).body.nickname, null);
   });
 

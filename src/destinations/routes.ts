@@ -72,7 +72,7 @@ async function kindRoutes(app: App, k: DestinationKindRoutes, editNote: string) 
 
   app.get(k.path, {
     config: READ,
-    schema: { operationId: `list${k.name}s`, tags, summary: `List ${k.noun}s`, querystring: DestinationListQuery, response: { 200: k.schemas.list, ...errorResponses({ 400: ['invalid_cursor'] }) } },
+    schema: { operationId: `list${k.name}s`, tags, summary: `List ${k.noun}s`, querystring: DestinationListQuery, response: { 200: k.schemas.list, ...errorResponses({ 400: ['invalid_cursor'], 404: ['not_found'] }) } },
     handler: async (request) => k.list(org(request), page(request.query)),
   });
 

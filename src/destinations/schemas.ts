@@ -174,7 +174,10 @@ export const CryptoWalletSchemas = Type.Object(
 
 // --- shared ----------------------------------------------------------------------------------
 
-export const DestinationListQuery = Type.Object({ ...PageQuery, entityId: Type.Optional(Uuid) }, { additionalProperties: false });
+export const DestinationListQuery = Type.Object(
+  { ...PageQuery, entityId: Type.Optional(Type.String({ format: 'uuid', description: 'Only the destinations of this entity; an entity your organization does not have is 404 not_found' })) },
+  { additionalProperties: false },
+);
 export const VersionListQuery = Type.Object(PageQuery, { additionalProperties: false });
 export const DestinationIdParams = Type.Object({ id: Uuid });
 export const VersionParams = Type.Object({ id: Uuid, version: Type.Integer({ minimum: 1, maximum: MAX_VERSION }) });

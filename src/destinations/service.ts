@@ -326,6 +326,8 @@ export class DestinationService {
   }
 
   async #list<T extends { id: string; createdAt: string }>(organizationId: string, kind: DestinationKind, query: { limit: number; cursor?: string | undefined; entityId?: string | undefined }, map: (row: CurrentRow) => T): Promise<Page<T>> {
+    // A filter naming an entity the organization does not have is 404, as reading it would be.
+    if (query.entityId) await this.#entities.get(organizationId, query.entityId);
     const { rows, total } = await this.#repo.list(organizationId, kind, { entityId: query.entityId }, query.limit, decodeCursor(query.cursor));
     const { page, nextCursor } = pageOf(rows.map(map), query.limit);
     return { data: page, meta: { total, nextCursor } };

@@ -70,7 +70,7 @@ export async function transferRoutes(app: App, deps: { transfers: TransferServic
       summary: 'List transfers',
       description: 'Oldest first, paged with a cursor; filters: status, entityId, createdFrom (included), createdTo (excluded).',
       querystring: TransferListQuery,
-      response: { 200: TransferList, ...errorResponses({ 400: ['invalid_cursor'] }) },
+      response: { 200: TransferList, ...errorResponses({ 400: ['invalid_cursor'], 404: ['not_found'] }) },
     },
     handler: async (request) => transfers.list(principalOf(request).organizationId, request.query),
   });

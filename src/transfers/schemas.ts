@@ -176,7 +176,7 @@ export const TransferListQuery = Type.Object(
   {
     ...PageQuery,
     status: Type.Optional(StringEnum(TRANSFER_STATUSES)),
-    entityId: Type.Optional(Type.String({ format: 'uuid' })),
+    entityId: Type.Optional(Type.String({ format: 'uuid', description: 'Only the transfers of this entity; an entity your organization does not have is 404 not_found' })),
     createdFrom: Type.Optional(Type.String({ format: 'date-time', description: 'Created at or after (ISO 8601)' })),
     createdTo: Type.Optional(Type.String({ format: 'date-time', description: 'Created before (ISO 8601)' })),
   },

@@ -44,6 +44,7 @@ export interface QuotesPort {
 }
 
 export interface EntitiesPort {
+  get(organizationId: string, id: string): Promise<unknown>;
   requireActive(organizationId: string, id: string): Promise<unknown>;
 }
 
@@ -383,6 +384,8 @@ export class TransferService {
   }
 
   async list(organizationId: string, query: TransferListQuery): Promise<{ data: TransferSummary[]; meta: { total: number; nextCursor: string | null } }> {
+    // A filter naming an entity the organization does not have is 404, as reading it would be.
+    if (query.entityId) await this.#entities.get(organizationId, query.entityId);
     const filter = { organizationId, status: query.status, entityId: query.entityId, createdFrom: query.createdFrom, createdTo: query.createdTo };
     const { data, meta } = await this.#page(filter, query.limit ?? 25, query.cursor);
     return { data: data.map(({ organizationId: _org, ...summary }) => summary), meta };

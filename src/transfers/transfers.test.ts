@@ -498,6 +498,12 @@ describe('transfers', () => {
     }
     const list = await t.request('GET', '/v1/transfers', asB);
     assert.ok(!list.body.data.some((d: any) => d.id === created.id));
+    // A filter naming another organization's entity, or none at all, is 404 like reading it.
+    for (const entityId of [a.entityId, randomUUID()]) {
+      const filtered = await t.request('GET', `/v1/transfers?entityId=${entityId}`, asB);
+      assert.equal(filtered.status, 404, filtered.text);
+      assert.deepEqual(filtered.body, { code: 'not_found', message: 'Entity not found' });
+    }
     const { optionId } = await quoteOption(t, a, '61.00');
     const stolen = await createTransfer(t, b, optionId);
     assert.equal(stolen.status, 404);
