@@ -36,7 +36,8 @@ export async function transferRoutes(app: App, deps: { transfers: TransferServic
         "destination of the entity on the option's `to` rail, at its current version). Answers 201 with the transfer; a replay with the same " +
         'Idempotency-Key and body answers the same status and body with `Idempotent-Replayed: true`. Refusals: 400 idempotency_key_required, ' +
         '409 idempotency_key_reused, 409 idempotency_request_in_progress, 422 quote_expired, 409 quote_option_used, ' +
-        '409 quote_destination_changed, 422 entity_not_onboarded, 422 destination_mismatch, 422 quote_entity_mismatch. ' +
+        '409 quote_destination_changed, 422 entity_not_onboarded, 422 destination_mismatch, 422 quote_entity_mismatch; ' +
+        'an entity, quote option or destination your organization does not have is 404 not_found. ' +
         'Sandbox: the fraction of the quote request amount picks an outcome: .91 payout fails (FAILED), .92 payout returned (RETURNED), ' +
         '.93 review after funding (IN_REVIEW), .94 conversion fails, or the payout on a path without one (REFUNDED); anything else completes.',
       headers: IdempotencyHeaders,

@@ -199,11 +199,13 @@ export class TransferService {
     if (option.status === 'EXPIRED' || option.expiresAt.getTime() <= Date.now()) throw quoteExpired();
 
     const ref = body.destination.type === 'FIAT_ACCOUNT' ? { type: 'FIAT_ACCOUNT' as const, id: body.destination.fiatAccountId } : { type: 'CRYPTO_WALLET' as const, id: body.destination.cryptoWalletId };
+    if (!this.#destinations) throw new ApiError(501, 'not_implemented', 'Saved destinations are not available in this build');
+    // Read first: a destination the organization does not have (another organization's) is 404
+    // not_found, like every other reference, before it is compared with the option.
+    const snapshot = await this.#destinations.snapshot(organizationId, ref);
     if (option.destination && (option.destination.type !== ref.type || option.destination.id !== ref.id)) {
       throw destinationMismatch(`Quote option ${option.id} was quoted for ${option.destination.type} ${option.destination.id}, not for ${ref.type} ${ref.id}`);
     }
-    if (!this.#destinations) throw new ApiError(501, 'not_implemented', 'Saved destinations are not available in this build');
-    const snapshot = await this.#destinations.snapshot(organizationId, ref);
     if (option.destination && snapshot.version !== option.destination.version) {
       throw new ApiError(
         409,

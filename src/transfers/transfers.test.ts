@@ -9,6 +9,7 @@ import {
   TERMINAL,
   assertHistoryConsistent,
   createTransfer,
+  destinationOf,
   driveToRest,
   fund,
   getTransfer,
@@ -507,6 +508,15 @@ describe('transfers', () => {
     const { optionId } = await quoteOption(t, a, '61.00');
     const stolen = await createTransfer(t, b, optionId);
     assert.equal(stolen.status, 404);
+    // B's own option, paid to A's saved destination: the destination is not B's, so 404 (it used
+    // to be compared with the option first and answered 422 destination_mismatch).
+    const own = await quoteOption(t, b, '62.00');
+    for (const to of ['FIAT', 'CRYPTO'] as const) {
+      const foreignDestination = await createTransfer(t, b, own.optionId, { extra: { destination: destinationOf(a, to) } });
+      assert.equal(foreignDestination.status, 404, foreignDestination.text);
+      assert.equal(foreignDestination.body.code, 'not_found');
+    }
+    assert.equal((await createTransfer(t, b, own.optionId)).status, 201, 'the refusals left the option unused');
     const opsUnknown = await t.request('POST', `/v1/ops/transfers/${randomUUID()}/approve`, { token: opsToken, body: {} });
     assert.equal(opsUnknown.status, 404);
     assert.equal((await getTransfer(t, a, created.id)).status === 'CANCELED', false);
