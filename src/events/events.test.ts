@@ -79,6 +79,10 @@ describe('events API', () => {
     assert.equal(foreign.status, 422);
     assert.equal(foreign.body.code, 'validation_error');
     assert.deepEqual(foreign.body.details.map((d: any) => d.path), ['query.after']);
+    // The same position sent as cursor= is named as the client sent it.
+    const foreignCursor = await t.request('GET', `/v1/events?cursor=${theirs[0]!.id}`, { apiKey: a.apiKey });
+    assert.equal(foreignCursor.status, 422);
+    assert.deepEqual(foreignCursor.body.details, [{ path: 'query.cursor', message: 'no event with this id in your organization' }]);
   });
 
   test('GET /v1/events/{id} answers the event; another organization gets 404', async () => {

@@ -23,7 +23,7 @@ export async function eventRoutes(app: App, deps: { events: EventService }) {
     },
     handler: async (request) => {
       const { after, cursor, limit = 25 } = request.query;
-      return deps.events.list(principalOf(request).organizationId, { after: after ?? cursor, limit });
+      return deps.events.list(principalOf(request).organizationId, { after: after ?? cursor, afterParameter: after ? 'after' : 'cursor', limit });
     },
   });
 

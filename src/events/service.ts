@@ -102,13 +102,15 @@ export class EventService {
   }
 
   /** The organization's events after the given one, in the order a catching-up reader needs. */
-  async list(organizationId: string, options: { after?: string | undefined; limit: number }) {
+  async list(organizationId: string, options: { after?: string | undefined; afterParameter?: 'after' | 'cursor'; limit: number }) {
     let position = null;
     if (options.after) {
       position = await this.#repo.position(organizationId, options.after);
       if (!position) {
-        throw new ApiError(422, 'validation_error', 'after: no event with this id in your organization', {
-          details: [{ path: 'query.after', message: 'no event with this id in your organization' }],
+        // Named as the client sent it: after= or cursor= (the same position).
+        const param = options.afterParameter ?? 'after';
+        throw new ApiError(422, 'validation_error', `${param}: no event with this id in your organization`, {
+          details: [{ path: `query.${param}`, message: 'no event with this id in your organization' }],
         });
       }
     }
