@@ -28,6 +28,7 @@ const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
 /** Methods whose request body Fastify parses, whether or not the route declares one. */
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
+const MAX_PARAM_LENGTH = 200;
 
 export async function createHttpApp(options: HttpOptions): Promise<{ app: App; metrics: Metrics }> {
   const isTrusted = trustedProxyMatcher(options.trustedProxies);
@@ -47,7 +48,7 @@ export async function createHttpApp(options: HttpOptions): Promise<{ app: App; m
       const { status, body } = toErrorResponse(error);
       void (reply as FastifyReply).code(status).send(body);
     },
-    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
   }).withTypeProvider<TypeBoxTypeProvider>() as unknown as App;
 
   // JSON is the API's only body type (multipart routes register their own parser). Fastify's
@@ -165,6 +166,8 @@ function toErrorResponse(error: FastifyError | ApiError | Error): { status: numb
       return { status: 415, body: { code: 'unsupported_media_type', message: 'Send the body as application/json' } };
     case 'FST_ERR_BAD_URL':
       return { status: 400, body: { code: 'invalid_url', message: 'The request path is not valid percent-encoded UTF-8' } };
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      return { status: 414, body: { code: 'uri_too_long', message: `A path parameter is longer than ${MAX_PARAM_LENGTH} characters` } };
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return { status: 400, body: { code: 'invalid_content_length', message: 'Content-Length does not match the body' } };
     default:

@@ -231,6 +231,16 @@ describe('size, media type, routes and methods', () => {
     }
   });
 
+  // Regression: Fastify's own 414 for an over-long path parameter came out as code bad_request,
+  // with the whole path echoed in the message.
+  test('a path parameter over 200 characters is 414 uri_too_long', async () => {
+    const res = await call('GET', `/v1/entities/${'a'.repeat(201)}`, { apiKey: org.apiKey });
+    assertError(res, 414, 'uri_too_long');
+    assert.equal(res.body.message, 'A path parameter is longer than 200 characters');
+    assertError(await call('DELETE', `/v1/api-keys/${'a'.repeat(300)}`, { apiKey: org.apiKey }), 414, 'uri_too_long');
+    assertError(await call('GET', `/v1/entities/${'a'.repeat(200)}`, { apiKey: org.apiKey }), 422, 'validation_error');
+  });
+
   test('an unknown route is 404 not_found, with or without credentials', async () => {
     assertError(await call('GET', '/v1/nope'), 404, 'not_found');
     assertError(await call('GET', '/v1/nope', { apiKey: org.apiKey }), 404, 'not_found');
