@@ -409,6 +409,15 @@ describe('funding', () => {
     const json = await t.request('POST', `/v1/transfers/${tr.id}/funding-proof`, { apiKey: a.org.apiKey, body: { file: 'JVBERi0=' } });
     assert.equal(json.status, 415, json.text);
     assert.equal(json.body.code, 'unsupported_media_type');
+    // Regression: the raw file sent with its own type was told to "Send the body as application/json".
+    for (const type of ['application/pdf', 'image/png', 'text/plain']) {
+      const raw = await t.request('POST', `/v1/transfers/${tr.id}/funding-proof`, { apiKey: a.org.apiKey, rawBody: PDF, headers: { 'content-type': type } });
+      assert.equal(raw.status, 415, raw.text);
+      assert.deepEqual(raw.body, { code: 'unsupported_media_type', message: 'Send the body as multipart/form-data' });
+    }
+    // JSON routes still name JSON.
+    const onJsonRoute = await t.request('POST', '/v1/quotes', { apiKey: a.org.apiKey, rawBody: 'x', headers: { 'content-type': 'text/plain' } });
+    assert.deepEqual(onJsonRoute.body, { code: 'unsupported_media_type', message: 'Send the body as application/json' });
   });
 
   test("another organization's transfer is 404 for sessions and proofs, and nothing is written", async () => {

@@ -121,7 +121,7 @@ export async function createHttpApp(options: HttpOptions): Promise<{ app: App; m
   });
 
   app.setErrorHandler(async (error: FastifyError | ApiError, request, reply) => {
-    const { status, body, headers } = toErrorResponse(error);
+    const { status, body, headers } = toErrorResponse(error, mediaTypesOf(request));
     if (status >= 500) request.log.error({ err: error }, 'request failed');
     if (headers) reply.headers(headers);
     return reply.code(status).send(body);
@@ -153,7 +153,13 @@ function documentRequestErrors(schema: Record<string, unknown> | undefined, meth
   addErrorCodes(schema, 500, ['internal_error']);
 }
 
-function toErrorResponse(error: FastifyError | ApiError | Error): { status: number; body: { code: string; message: string; details?: unknown }; headers?: Record<string, string> } {
+/** The body types a route takes: its schema's `consumes` (the proof upload's multipart), else JSON. */
+function mediaTypesOf(request: FastifyRequest): string[] {
+  const consumes = (request.routeOptions.schema as { consumes?: unknown } | undefined)?.consumes;
+  return Array.isArray(consumes) && consumes.length ? consumes.map(String) : ['application/json'];
+}
+
+function toErrorResponse(error: FastifyError | ApiError | Error, mediaTypes: string[] = ['application/json']): { status: number; body: { code: string; message: string; details?: unknown }; headers?: Record<string, string> } {
   if (error instanceof ApiError) return { status: error.statusCode, body: error.toBody(), ...(error.headers ? { headers: error.headers } : {}) };
   const e = error as FastifyError;
   switch (e.code) {
@@ -163,7 +169,7 @@ function toErrorResponse(error: FastifyError | ApiError | Error): { status: numb
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return { status: 413, body: { code: 'payload_too_large', message: 'The request body is larger than this endpoint accepts' } };
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return { status: 415, body: { code: 'unsupported_media_type', message: 'Send the body as application/json' } };
+      return { status: 415, body: { code: 'unsupported_media_type', message: `Send the body as ${mediaTypes.join(' or ')}` } };
     case 'FST_ERR_BAD_URL':
       return { status: 400, body: { code: 'invalid_url', message: 'The request path is not valid percent-encoded UTF-8' } };
     case 'FST_ERR_MAX_PARAM_LENGTH':
