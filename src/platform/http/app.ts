@@ -1,5 +1,6 @@
 // The HTTP shell every domain's routes plug into: validation, error shape, request ids,
 // unknown routes and wrong methods, metrics and the OpenAPI document.
+import { isUtf8 } from 'node:buffer';
 import { randomUUID } from 'node:crypto';
 import Fastify from 'fastify';
 import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, FastifyRequest, RawServerDefault } from 'fastify';
@@ -54,6 +55,19 @@ export async function createHttpApp(options: HttpOptions): Promise<{ app: App; m
   // JSON is the API's only body type (multipart routes register their own parser). Fastify's
   // built-in text/plain parser would hand a string to the body schema, a misleading 422.
   app.removeContentTypeParser('text/plain');
+  // JSON is UTF-8 (RFC 8259). Fastify decodes any bytes as UTF-8, so a body sent in Latin-1
+  // ("M\xfcller") was stored as "M\ufffdller" without a word; it is refused instead. Parsing itself
+  // stays Fastify's (prototype-poisoning guard, empty-body error).
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+    const bytes = body as Buffer;
+    if (!isUtf8(bytes)) {
+      done(new ApiError(400, 'invalid_json', 'The body is not valid UTF-8: send JSON encoded as UTF-8'), undefined);
+      return;
+    }
+    void parseJson(request, bytes.toString('utf8'), done);
+  });
   app.setValidatorCompiler(validatorCompiler);
   app.setSchemaErrorFormatter((errors, dataVar) => schemaValidationError(errors as never, dataVar));
 

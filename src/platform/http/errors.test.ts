@@ -45,6 +45,23 @@ describe('malformed JSON', () => {
     assertError(await call('POST', '/v1/auth/token', { rawBody: '', headers: { 'content-type': 'application/json' } }), 400, 'invalid_json');
   });
 
+  // Regression: bytes that are not UTF-8 (a Latin-1 "Müller") were decoded to U+FFFD and stored.
+  test('a body that is not UTF-8 is 400 invalid_json and nothing is written', async () => {
+    const before = (await t.request('GET', '/v1/entities', { apiKey: org.apiKey })).body.meta.total;
+    const latin1 = Buffer.from('{"type":"INDIVIDUAL","firstName":"Jos\u00e9","lastName":"M\u00fcller","country":"DE"}', 'latin1');
+    for (const type of ['application/json', 'application/json; charset=iso-8859-1']) {
+      const res = await call('POST', '/v1/entities', { apiKey: org.apiKey, rawBody: latin1, headers: { 'content-type': type } });
+      assertError(res, 400, 'invalid_json');
+      assert.equal(res.body.message, 'The body is not valid UTF-8: send JSON encoded as UTF-8');
+    }
+    assertError(await call('POST', '/v1/auth/token', { rawBody: Buffer.from([0x7b, 0x22, 0xff, 0x22, 0x3a, 0x31, 0x7d]), headers: { 'content-type': 'application/json' } }), 400, 'invalid_json');
+    assert.equal((await t.request('GET', '/v1/entities', { apiKey: org.apiKey })).body.meta.total, before);
+    // The same text in UTF-8 is stored as sent.
+    const utf8 = await t.request('POST', '/v1/entities', { apiKey: org.apiKey, rawBody: Buffer.from(latin1.toString('latin1'), 'utf8'), headers: { 'content-type': 'application/json' } });
+    assert.equal(utf8.status, 201, utf8.text);
+    assert.equal(utf8.body.lastName, 'Müller');
+  });
+
   test('a prototype-poisoning body is refused with a 4xx, not parsed', async () => {
     const res = await call('POST', '/v1/auth/token', { rawBody: '{"email":"a@b.c","password":"x","__proto__":{"admin":true}}', headers: { 'content-type': 'application/json' } });
     assertError(res, 400, 'invalid_json');
