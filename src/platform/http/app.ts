@@ -1,6 +1,8 @@
 // The HTTP shell every domain's routes plug into: validation, error shape, request ids,
 // unknown routes and wrong methods, metrics and the OpenAPI document.
 import { isUtf8 } from 'node:buffer';
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { randomUUID } from 'node:crypto';
 import Fastify from 'fastify';
 import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, FastifyRequest, RawServerDefault } from 'fastify';
@@ -50,6 +52,7 @@ export async function createHttpApp(options: HttpOptions): Promise<{ app: App; m
       void (reply as FastifyReply).code(status).send(body);
     },
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
+    clientErrorHandler: answerClientError,
   }).withTypeProvider<TypeBoxTypeProvider>() as unknown as App;
 
   // JSON is the API's only body type (multipart routes register their own parser). Fastify's
@@ -142,6 +145,26 @@ export async function createHttpApp(options: HttpOptions): Promise<{ app: App; m
   });
 
   return { app, metrics };
+}
+
+/**
+ * What Node's HTTP parser refuses before Fastify sees a request (a header section over the limit,
+ * a malformed header or request line, an unknown method, a bad Content-Length): the same
+ * {code, message} as every other answer, not Fastify's default {error, message, statusCode}.
+ */
+function answerClientError(error: Error & { code?: string }, socket: Duplex): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const [status, code, message] =
+    error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? [408, 'request_timeout', 'The request was not received in time']
+      : error.code === 'HPE_HEADER_OVERFLOW'
+        ? [431, 'headers_too_large', 'The request headers are larger than this server accepts']
+        : [400, 'bad_request', 'The request is not valid HTTP/1.1 (request line, header or Content-Length)'];
+  const body = JSON.stringify({ code, message });
+  if (socket.writable) {
+    socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  }
+  socket.destroy(error);
 }
 
 function emptyBodyAsObject(request: FastifyRequest, _reply: FastifyReply, done: () => void): void {

@@ -38,6 +38,17 @@ function presentedFingerprint(port: number): Promise<string> {
   });
 }
 
+/** Sends raw bytes over TLS and answers everything the server wrote back before closing. */
+function rawTlsExchange(port: number, raw: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    const socket = tls.connect({ host: '127.0.0.1', port, rejectUnauthorized: false }, () => socket.write(raw));
+    socket.on('data', (c: Buffer) => chunks.push(c));
+    socket.on('close', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    socket.on('error', (err: NodeJS.ErrnoException) => (err.code === 'ECONNRESET' ? undefined : reject(err)));
+  });
+}
+
 const fingerprintOf = (pem: string) => new X509Certificate(pem).fingerprint256;
 const portOf = (server: { address(): AddressInfo | string | null }) => (server.address() as AddressInfo).port;
 
@@ -103,6 +114,26 @@ describe('the generated self-signed certificate', () => {
       (err: Error) => `refused: ${err.message}`,
     );
     assert.match(outcome, /^refused/);
+  });
+
+  // Regression: requests Node's HTTP parser refuses were answered with Fastify's default
+  // {error, message, statusCode} body instead of the API's {code, message}.
+  test('a request HTTP cannot parse (huge headers, bad header, bad Content-Length, unknown method) answers {code, message}', async () => {
+    const cases = [
+      [`GET /v1/users HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 431, 'headers_too_large'],
+      ['GET /v1/users HTTP/1.1\r\nHost: x\r\nNot a header\r\n\r\n', 400, 'bad_request'],
+      ['POST /v1/auth/token HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n', 400, 'bad_request'],
+      ['FOO /v1/users HTTP/1.1\r\nHost: x\r\n\r\n', 400, 'bad_request'],
+    ] as const;
+    for (const [raw, status, code] of cases) {
+      const answer = await rawTlsExchange(port, raw);
+      const [head, body] = answer.split('\r\n\r\n') as [string, string];
+      assert.match(head, new RegExp(`^HTTP/1.1 ${status} `), answer);
+      assert.match(head, /content-type: application\/json/i);
+      const parsed = JSON.parse(body) as Record<string, unknown>;
+      assert.deepEqual(Object.keys(parsed).sort(), ['code', 'message']);
+      assert.equal(parsed.code, code);
+    }
   });
 
   test('the next start reuses the same certificate and key', async () => {
