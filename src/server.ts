@@ -243,6 +243,9 @@ export async function createServer(config: Config, options: ServerOptions = {}):
             'lists, per status, the codes it can answer. Any path also answers 404 not_found when no route matches it, 405 ' +
             'method_not_allowed (with Allow) for a known path called with another method, and 400 invalid_url for a path that is not ' +
             'valid percent-encoded UTF-8.',
+          'Bodies are JSON in UTF-8 (except the funding-proof upload). A POST without a body, or with an empty one labelled ' +
+            'application/json, is read as {}: actions that take no fields work either way, and a route that needs fields names each ' +
+            'missing one (422 validation_error).',
           `Lists answer {data, meta: {total, nextCursor}}: ?limit= from 1 to 100 (default 25), ?cursor= the previous page's ` +
             'meta.nextCursor (null on the last page).',
           'Rate limit: each credential (API key or user) may make CORRIDOR_RATE_LIMIT_PER_MINUTE requests a minute (6000 by default); ' +

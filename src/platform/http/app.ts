@@ -60,11 +60,18 @@ export async function createHttpApp(options: HttpOptions): Promise<{ app: App; m
   app.removeContentTypeParser('text/plain');
   // JSON is UTF-8 (RFC 8259). Fastify decodes any bytes as UTF-8, so a body sent in Latin-1
   // ("M\xfcller") was stored as "M\ufffdller" without a word; it is refused instead. Parsing itself
-  // stays Fastify's (prototype-poisoning guard, empty-body error).
+  // stays Fastify's (prototype-poisoning guard).
   const parseJson = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
     const bytes = body as Buffer;
+    // Many HTTP clients label every POST as JSON, even one with nothing to send (cancel, a
+    // funding session): an empty body is no body, not malformed JSON. A route that needs fields
+    // then names each missing one (422), as it does for a POST sent without any body.
+    if (bytes.length === 0) {
+      done(null, undefined);
+      return;
+    }
     if (!isUtf8(bytes)) {
       done(new ApiError(400, 'invalid_json', 'The body is not valid UTF-8: send JSON encoded as UTF-8'), undefined);
       return;

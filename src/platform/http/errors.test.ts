@@ -41,8 +41,17 @@ describe('malformed JSON', () => {
     }
   });
 
-  test('an empty body declared as JSON is 400 invalid_json', async () => {
-    assertError(await call('POST', '/v1/auth/token', { rawBody: '', headers: { 'content-type': 'application/json' } }), 400, 'invalid_json');
+  // Regression: clients that label every POST as JSON got 400 invalid_json on body-less actions.
+  test('an empty body declared as JSON is no body: body-less actions work, a route that needs fields names them', async () => {
+    const json = { 'content-type': 'application/json' };
+    const refused = await call('POST', '/v1/auth/token', { rawBody: '', headers: json });
+    assertError(refused, 422, 'validation_error');
+    assert.deepEqual(refused.body.details.map((d: { path: string }) => d.path).sort(), ['email', 'password']);
+    const key = await t.request('POST', '/v1/api-keys', { token: org.token, body: { name: 'empty-body', scopes: ['users:read'] } });
+    assert.equal(key.status, 201, key.text);
+    const revoked = await t.request('DELETE', `/v1/api-keys/${key.body.id}`, { token: org.token, rawBody: '', headers: json });
+    assert.ok(revoked.status === 200 || revoked.status === 204, revoked.text);
+    assert.equal((await t.request('GET', '/v1/users', { apiKey: key.body.secret })).status, 401);
   });
 
   // Regression: bytes that are not UTF-8 (a Latin-1 "Müller") were decoded to U+FFFD and stored.
