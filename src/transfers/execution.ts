@@ -313,7 +313,7 @@ export class TransferEngine {
     await this.#serial(transferId, async () => {
       const current = (await this.#repo.find(transferId))!;
       if (current.status !== 'READY_TO_FUND' && current.status !== 'AWAITING_FUNDS') {
-        throw new ApiError(409, 'invalid_transition', `A ${current.status} transfer cannot receive funds`);
+        throw new ApiError(409, 'invalid_transition', `The transfer is ${current.status}; it cannot receive funds`);
       }
       const received = amount ?? current.quoted_source_amount;
       let exact: boolean;
@@ -333,7 +333,7 @@ export class TransferEngine {
       await this.#db.transaction().execute(async (trx) => {
         let locked = await this.#repo.lock(trx, transferId);
         if (!locked || (locked.status !== 'READY_TO_FUND' && locked.status !== 'AWAITING_FUNDS')) {
-          throw new ApiError(409, 'invalid_transition', `A ${locked?.status ?? 'missing'} transfer cannot receive funds`);
+          throw new ApiError(409, 'invalid_transition', `The transfer is ${locked?.status ?? 'missing'}; it cannot receive funds`);
         }
         const inTrx = await this.#repo.legs(transferId, trx);
         const index = collection ? inTrx.findIndex((l) => l.id === collection.id) : -1;

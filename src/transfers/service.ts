@@ -690,7 +690,7 @@ export class TransferService {
         throw new ApiError(
           409,
           'transfer_not_cancelable',
-          locked.funds_received_at ? 'The transfer\'s funds have been received; it can no longer be canceled' : `A ${locked.status} transfer cannot be canceled`,
+          locked.funds_received_at ? 'The transfer\'s funds have been received; it can no longer be canceled' : `The transfer is ${locked.status}; it cannot be canceled`,
         );
       }
       await this.transitionLocked(trx, locked, { transferId: id, to: 'CANCELED', reason: 'canceled_by_customer', actor });
