@@ -67,7 +67,11 @@ async function main() {
   // Handlers first: a Ctrl-C the moment the banner appears still shuts down cleanly.
   let stopping = false;
   const stop = async (signal: string) => {
-    if (stopping) return;
+    if (stopping) {
+      // A second Ctrl-C does not wait: what was not committed is picked up at the next start, as after a crash.
+      console.error(`${signal} again: exiting without waiting for the shutdown to finish`);
+      process.exit(1);
+    }
     stopping = true;
     server.log.info({ signal }, 'shutting down');
     plain?.close();

@@ -94,7 +94,18 @@ export interface ServerOptions {
    * only once, are never created by a start that then fails.
    */
   firstOrganization?: boolean;
+  /**
+   * How long close() lets requests that are still running finish before it closes their
+   * connections (default SHUTDOWN_DRAIN_MS).
+   */
+  drainMs?: number;
 }
+
+/**
+ * How long a shutdown waits for running requests. A client that stops reading a download would
+ * otherwise hold the process open for as long as it likes.
+ */
+export const SHUTDOWN_DRAIN_MS = 10_000;
 
 export async function createServer(config: Config, options: ServerOptions = {}): Promise<Server> {
   const log = options.logger ?? createLogger(config.logLevel);
@@ -306,7 +317,14 @@ export async function createServer(config: Config, options: ServerOptions = {}):
       async close() {
         if (closed) return;
         closed = true;
-        await app.close();
+        // New connections are refused and idle ones closed at once; requests still running after
+        // the drain period lose their connection (a client retries), so shutdown is bounded.
+        const drain = setTimeout(() => app.server.closeAllConnections(), options.drainMs ?? SHUTDOWN_DRAIN_MS);
+        try {
+          await app.close();
+        } finally {
+          clearTimeout(drain);
+        }
         await opened.rails.stop();
         await opened.queue.stop();
         await opened.webhooks.close();
