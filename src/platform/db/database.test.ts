@@ -190,6 +190,30 @@ describe('data-dir lock', () => {
     release();
     assert.ok(!fs.existsSync(path.join(dir, 'corridor.lock')));
   });
+
+  test('processes starting together, on a fresh directory or on a crashed process\'s lock, end with exactly one owner', async () => {
+    const child = path.resolve(import.meta.dirname, '../../../test/fixtures/lock-data-dir.ts');
+    const dead = spawn(process.execPath, ['-e', '0'], { stdio: 'ignore' });
+    await new Promise((r) => dead.on('exit', r));
+    for (let round = 0; round < 8; round++) {
+      const dir = tempDir();
+      // All rounds but the first start from a stale lock: every process sees it and wants to take it over.
+      if (round > 0) fs.writeFileSync(path.join(dir, 'corridor.lock'), String(dead.pid));
+      const at = Date.now() + 1500;
+      const outcomes = await Promise.all(
+        [0, 1, 2, 3].map(
+          () =>
+            new Promise<string>((resolve) => {
+              const p = spawn(process.execPath, [child, dir, String(at)], { stdio: ['ignore', 'pipe', 'inherit'] });
+              let out = '';
+              p.stdout.on('data', (c: Buffer) => (out += c.toString()));
+              p.on('exit', () => resolve(out));
+            }),
+        ),
+      );
+      assert.deepEqual(outcomes.sort(), ['LOCKED', 'REFUSED', 'REFUSED', 'REFUSED'], `round ${round}`);
+    }
+  });
 });
 
 describe('a PostgreSQL connection lost mid-transaction', () => {
