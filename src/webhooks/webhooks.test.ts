@@ -311,6 +311,98 @@ describe('webhooks', () => {
     assert.equal(after.status, 'SUCCEEDED');
   });
 
+  /**
+   * A delivery of an event recorded before the endpoint existed, written straight to the store at
+   * the given step of its retry chain, with no job queued: the test runs its jobs by hand.
+   */
+  async function parkedDelivery(org: TestOrganization, endpointId: string, event: { id: string; type: string }, retryStep = 0) {
+    const id = randomUUID();
+    await t.server.db.kysely
+      .insertInto('webhook_deliveries')
+      .values({ id, organization_id: org.organizationId, endpoint_id: endpointId, event_id: event.id, event_type: event.type, next_attempt_at: new Date(), retry_step: retryStep })
+      .execute();
+    return id;
+  }
+
+  test('the chain ends after 14 attempts: the 13th failure schedules one more, the 14th marks the delivery FAILED retries_exhausted', async () => {
+    const org = await t.newOrganization();
+    const r = await receiver(() => ({ status: 500 }));
+    const event = await record(org);
+    const ep = await endpoint(org, r.url);
+    const id = await parkedDelivery(org, ep.id, event, 12);
+
+    await t.server.services.webhooks.deliver({ deliveryId: id, step: 13 });
+    const [afterThirteen] = await deliveries(org, ep.id);
+    assert.equal(afterThirteen.status, 'PENDING');
+    assert.equal(afterThirteen.failureReason, null);
+    assert.ok(afterThirteen.nextAttemptAt, 'a 14th attempt is scheduled');
+
+    await t.server.services.webhooks.deliver({ deliveryId: id, step: 14 });
+    const [afterFourteen] = await deliveries(org, ep.id);
+    assert.equal(afterFourteen.status, 'FAILED');
+    assert.equal(afterFourteen.failureReason, 'retries_exhausted');
+    assert.equal(afterFourteen.nextAttemptAt, null);
+    assert.equal(afterFourteen.attemptCount, 2);
+    assert.equal(r.received.length, 2);
+    // Two failures in a row stay under the streak that disables the endpoint.
+    assert.equal((await endpointState(org, ep.id)).status, 'ENABLED');
+  });
+
+  test('a pending delivery whose endpoint was disabled before its attempt is not sent: it ends FAILED endpoint_disabled', async () => {
+    const org = await t.newOrganization();
+    const r = await receiver();
+    const event = await record(org);
+    const ep = await endpoint(org, r.url);
+    const id = await parkedDelivery(org, ep.id, event);
+    const disabled = await t.request('PATCH', `/v1/webhook-endpoints/${ep.id}`, { apiKey: org.apiKey, body: { status: 'DISABLED' } });
+    assert.equal(disabled.status, 200, disabled.text);
+
+    // The queued retry comes due, and so does a replay queued before the endpoint was disabled.
+    await t.server.services.webhooks.deliver({ deliveryId: id, step: 1 });
+    await t.server.services.webhooks.deliver({ deliveryId: id, manual: true });
+    assert.equal(r.received.length, 0);
+    const [delivery] = await deliveries(org, ep.id);
+    assert.equal(delivery.status, 'FAILED');
+    assert.equal(delivery.failureReason, 'endpoint_disabled');
+    assert.equal(delivery.attemptCount, 0);
+  });
+
+  test('a delivery job the queue runs again after its step was recorded sends nothing more', async () => {
+    const org = await t.newOrganization();
+    const r = await receiver();
+    const ep = await endpoint(org, r.url);
+    await record(org);
+    const [delivery] = await waitFor('the delivery', async () => {
+      const list = await deliveries(org, ep.id);
+      return list[0]?.status === 'SUCCEEDED' && list;
+    });
+    // The job of step 1 run a second time (its lease lapsed just as it finished, say).
+    await t.server.services.webhooks.deliver({ deliveryId: delivery.id, step: 1 });
+    assert.equal(r.received.length, 1);
+    assert.equal((await deliveries(org, ep.id))[0].attemptCount, 1);
+  });
+
+  test('deliveries are listed newest first and page on with the cursor', async () => {
+    const org = await t.newOrganization();
+    const r = await receiver();
+    const ep = await endpoint(org, r.url);
+    const events = [await record(org), await record(org), await record(org)];
+    await waitFor('three deliveries', async () => (await deliveries(org, ep.id)).filter((d) => d.status === 'SUCCEEDED').length === 3);
+    // Distinct creation times, oldest first in recording order, whatever the clock's resolution.
+    for (const [i, event] of events.entries()) {
+      await t.server.db.kysely.updateTable('webhook_deliveries').set({ created_at: new Date(Date.UTC(2026, 0, 1, 0, i)) }).where('event_id', '=', event.id).execute();
+    }
+    const first = await t.request('GET', `/v1/webhook-endpoints/${ep.id}/deliveries?limit=2`, { apiKey: org.apiKey });
+    assert.equal(first.status, 200, first.text);
+    assert.deepEqual(first.body.data.map((d: any) => d.eventId), [events[2]!.id, events[1]!.id]);
+    assert.equal(first.body.meta.total, 3);
+    assert.ok(first.body.meta.nextCursor);
+    const second = await t.request('GET', `/v1/webhook-endpoints/${ep.id}/deliveries?limit=2&cursor=${first.body.meta.nextCursor}`, { apiKey: org.apiKey });
+    assert.equal(second.status, 200, second.text);
+    assert.deepEqual(second.body.data.map((d: any) => d.eventId), [events[0]!.id]);
+    assert.equal(second.body.meta.nextCursor, null);
+  });
+
   test('redirects are not followed: a 302 is a failed attempt and its target is never called', async () => {
     const org = await t.newOrganization();
     const target = await receiver();
