@@ -44,6 +44,8 @@ describe('webhook retry schedule', () => {
     // A Retry-After shorter than the backoff does not hurry the retry.
     assert.equal(retryDelayMs(8, { ...fixed, retryAfter: '1' }), backoffSeconds(8) * 1000);
     assert.equal(retryDelayMs(2, { ...fixed, retryAfter: '99999999' }), MAX_RETRY_AFTER_SECONDS * 1000);
+    // The documented ceiling (OpenAPI: "pushes the next attempt later, up to 12 h").
+    assert.equal(retryDelayMs(2, { ...fixed, retryAfter: '99999999' }), 12 * 3600 * 1000);
     // The first retry still comes within 10 s (DECISIONS.md §10), whatever the receiver asked.
     assert.equal(retryDelayMs(1, { ...fixed, retryAfter: '120' }), 10_000);
     assert.equal(retryDelayMs(1, { ...fixed, retryAfter: 'Thu, 01 Jan 2026 00:05:00 GMT' }), 10_000);
