@@ -60,6 +60,10 @@ describe('events API', () => {
     assert.deepEqual(rest.body.data.map((e: any) => e.id), [ours[3]!.id, ours[4]!.id]);
     assert.equal(rest.body.meta.total, 2);
     assert.equal(rest.body.meta.nextCursor, null);
+    // A page that ends exactly at the last event says so: no cursor to an empty page.
+    const exact = await t.request('GET', `/v1/events?after=${ours[2]!.id}&limit=2`, { apiKey: a.apiKey });
+    assert.deepEqual(exact.body.data.map((e: any) => e.id), [ours[3]!.id, ours[4]!.id]);
+    assert.equal(exact.body.meta.nextCursor, null);
     const caughtUp = await t.request('GET', `/v1/events?after=${ours[4]!.id}`, { apiKey: a.apiKey });
     assert.deepEqual(caughtUp.body, { data: [], meta: { total: 0, nextCursor: null } });
 
@@ -118,6 +122,10 @@ describe('events API', () => {
     assert.deepEqual(res.body.data.leg, { position: 1, status: 'FAILED', progressStage: null });
     const stored = await t.server.db.kysely.selectFrom('events').select('data').where('id', '=', event.id).executeTakeFirstOrThrow();
     assert.doesNotMatch(JSON.stringify(stored.data), /sk_live_leak|xml|credentials/);
+    // A leg belongs to leg events only: a status event never carries one.
+    const status = await record(a, { leg: { position: 1, status: 'FAILED', progressStage: null } }, 'transfer.status_changed');
+    const shown = await t.request('GET', `/v1/events/${status.id}`, { apiKey: a.apiKey });
+    assert.equal(shown.body.data.leg, undefined);
   });
 
   // PGlite has one session, so two transactions can never be open at once there.
