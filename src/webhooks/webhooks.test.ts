@@ -285,6 +285,16 @@ describe('webhooks', () => {
     const replay = await t.request('POST', `/v1/webhook-endpoints/${ep.id}/deliveries/${delivery.id}/replay`, { apiKey: org.apiKey });
     assert.equal(replay.status, 409);
     assert.equal(replay.body.code, 'webhook_endpoint_disabled');
+
+    // Enabled again by hand, the endpoint starts a fresh streak: one more failure does not disable it.
+    const missed = await record(org);
+    const enabled = await t.request('PATCH', `/v1/webhook-endpoints/${ep.id}`, { apiKey: org.apiKey, body: { status: 'ENABLED' } });
+    assert.equal(enabled.status, 200, enabled.text);
+    // The last step of a retry chain, so that this one failure queues nothing after it.
+    const lastStep = await parkedDelivery(org, ep.id, missed, 13);
+    await t.server.services.webhooks.deliver({ deliveryId: lastStep, step: 14 });
+    assert.equal(r.received.length, MAX_FAILURES + 1);
+    assert.equal((await endpointState(org, ep.id)).status, 'ENABLED');
   });
 
   test('manual replay delivers the same event again under the same webhook-id', async () => {
@@ -519,11 +529,13 @@ describe('webhooks', () => {
     const org = await t.newOrganization();
     const r = await receiver();
     const ep = await endpoint(org, r.url);
-    await record(org);
-    const [done] = await waitFor('the delivery', async () => {
+    const [first, second] = [await record(org), await record(org)];
+    const list = await waitFor('the deliveries', async () => {
       const list = await deliveries(org, ep.id);
-      return list[0]?.status === 'SUCCEEDED' && list;
+      return list.length === 2 && list.every((d) => d.status === 'SUCCEEDED') && list;
     });
+    const done = list.find((d) => d.eventId === first.id);
+    const recent = list.find((d) => d.eventId === second.id);
     const pending = await endpoint(org, 'http://127.0.0.1:9/never-called');
     await t.request('PATCH', `/v1/webhook-endpoints/${pending.id}`, { apiKey: org.apiKey, body: { status: 'DISABLED' } });
     const old = new Date(Date.now() - 31 * 86_400_000);
@@ -532,8 +544,10 @@ describe('webhooks', () => {
       .values({ id: randomUUID(), organization_id: org.organizationId, endpoint_id: pending.id, event_id: done.eventId, event_type: 'transfer.status_changed', next_attempt_at: old, created_at: old, updated_at: old })
       .execute();
     await t.server.db.kysely.updateTable('webhook_deliveries').set({ updated_at: old }).where('id', '=', done.id).execute();
+    // Finished 29 days ago: still inside the 30 days.
+    await t.server.db.kysely.updateTable('webhook_deliveries').set({ updated_at: new Date(Date.now() - 29 * 86_400_000) }).where('id', '=', recent.id).execute();
     assert.ok((await t.server.services.webhooks.prune()) >= 1);
-    assert.deepEqual(await deliveries(org, ep.id), []);
+    assert.deepEqual((await deliveries(org, ep.id)).map((d) => d.id), [recent.id]);
     assert.equal((await deliveries(org, pending.id)).length, 1);
   });
 
