@@ -164,6 +164,24 @@ describe('POST /v1/reports', () => {
     assert.equal(reused.body.code, 'idempotency_key_reused');
   });
 
+  test('exactly at both limits is within them: preview, creation and generation all accept it', async () => {
+    // Three transfers (the limit) in eight status rows (the limit): all of the first two, and the
+    // first two events of the third.
+    const atLimits = history({ to: '2026-05-01T12:01:30.000Z' });
+    const preview = await t.request('POST', '/v1/reports/preview', { apiKey: org.apiKey, body: atLimits });
+    assert.deepEqual(preview.body, {
+      matchingTransferCount: 3,
+      outputRowCount: 8,
+      limits: { maxMatchingTransfers: 3, maxOutputRows: 8 },
+      exceedsLimits: false,
+      exceeded: [],
+    });
+    const created = await createReport(t, org.apiKey, atLimits);
+    const settled = await settledReport(t, org.apiKey, created.id);
+    assert.equal(settled.status, 'READY', JSON.stringify(settled));
+    assert.equal(settled.artifact.rowCount, 8);
+  });
+
   test('over a limit: 422 report_limit_exceeded, nothing stored, and the key stays usable', async () => {
     const before = await reportCount(org.organizationId);
     const over = await t.request('POST', '/v1/reports', { apiKey: org.apiKey, body: history(), headers: { 'idempotency-key': 'too-big' } });
