@@ -94,6 +94,9 @@ before(async () => {
     groupTransfer('m2', 'MSG-MISSING', 'PMT-M', 14, path_(['PENDING_SETUP', at('01:00')], ['IN_PROGRESS', at('02:00')]), {
       paymentReferences: { originalMessageId: 'MSG-MISSING', originalPaymentInformationId: 'PMT-M' },
     }),
+    // A group still being set up and funded: the statuses the main group never ends on.
+    groupTransfer('s1', 'MSG-PDNG', 'PMT-S', 16, path_(['PENDING_SETUP', at('01:00')])),
+    groupTransfer('s2', 'MSG-PDNG', 'PMT-S', 17, path_(['PENDING_SETUP', at('01:01')], ['READY_TO_FUND', at('01:02')], ['AWAITING_FUNDS', at('01:03')])),
     // References outside Latin-1, one of 35 characters that are 70 UTF-16 units.
     groupTransfer('u1', 'MSG-UNICODE', 'ПЛАТЁЖ-1', 15, path_(['PENDING_SETUP', at('01:00')], ['COMPLETED', at('02:00')]), {
       paymentReferences: { ...paymentReferences('MSG-UNICODE', 'ПЛАТЁЖ-1', 15), originalInstructionId: '指示-15 <&>', originalEndToEndId: UNICODE_E2E },
@@ -209,6 +212,18 @@ describe('pain.002.001.03.v1', () => {
     const instrs = Array.from(root.getElementsByTagName('OrgnlInstrId') as ArrayLike<any>).map((n) => n.textContent as string);
     assert.deepEqual(statuses, ['ACSC', 'ACSC']);
     assert.deepEqual(instrs, ['INSTR-3', 'INSTR-7']);
+  });
+
+  test('PENDING_SETUP and AWAITING_FUNDS as the latest status map to PDNG', async () => {
+    const { report, xml } = await iso({ originalMessageId: 'MSG-PDNG', statuses: ['PENDING_SETUP', 'AWAITING_FUNDS'] });
+    assert.equal(report.status, 'READY', JSON.stringify(report));
+    assert.deepEqual(await schemaErrors(xml!), []);
+    const root = create(xml!).root().node as any;
+    const entries = Array.from(root.getElementsByTagName('TxInfAndSts') as ArrayLike<any>).map((tx) => [childText(tx, 'OrgnlInstrId'), childText(tx, 'TxSts')]);
+    assert.deepEqual(entries, [
+      ['INSTR-16', 'PDNG'],
+      ['INSTR-17', 'PDNG'],
+    ]);
   });
 
   test('a group with nothing to report is still a valid document', async () => {
