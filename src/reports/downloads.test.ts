@@ -109,6 +109,17 @@ describe('local artifact store and signed links', () => {
     assert.equal(noSignature.status, 422);
   });
 
+  test('a link never outlives the artifact: near the end of retention it expires with it', async () => {
+    const r = await settledReport(t, org.apiKey, (await createReport(t, org.apiKey, body)).id);
+    // Five minutes of the seven days are left.
+    await sql`UPDATE reports SET artifact_expires_at = now() + interval '5 minutes' WHERE id = ${r.id}`.execute(t.server.db.kysely);
+    const artifactExpiresAt = (await t.request('GET', `/v1/reports/${r.id}`, { apiKey: org.apiKey })).body.artifact.expiresAt;
+    const link = await t.request('POST', `/v1/reports/${r.id}/download`, { apiKey: org.apiKey });
+    assert.equal(link.status, 200, link.text);
+    assert.equal(link.body.expiresAt, artifactExpiresAt);
+    assert.equal(Number(new URL(link.body.url).searchParams.get('expires')), Date.parse(artifactExpiresAt));
+  });
+
   test('asking for a new link never recreates the report', async () => {
     const { rows: before } = await sql<{ attempts: number; n: number }>`
       SELECT attempts, (SELECT count(*)::int FROM pgboss.job WHERE name = 'reports.generate') AS n FROM reports WHERE id = ${report.id}`.execute(t.server.db.kysely);
