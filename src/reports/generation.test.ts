@@ -100,6 +100,20 @@ describe('generation run by hand (no queue workers in this server)', () => {
     const generatedAt = ready.generatedAt;
     await t.server.services.reports.generate(r.id, { retryCount: 0 });
     assert.equal((await get(r.id)).generatedAt, generatedAt, 'a READY report is never generated again');
+    const { rows: afterwards } = await sql<{ attempts: number }>`SELECT attempts FROM reports WHERE id = ${r.id}`.execute(t.server.db.kysely);
+    assert.equal(afterwards[0]!.attempts, 1, 'nor even started again');
+  });
+
+  test('a report whose workers died ten times is not dispatched forever: the next attempt records internal_error', async () => {
+    const r = await createReport(t, org.apiKey, activity({ to: '2026-06-01T03:00:00.000Z' }));
+    // Ten attempts took the lease and never finished (each worker was killed).
+    await sql`UPDATE reports SET attempts = 10 WHERE id = ${r.id}`.execute(t.server.db.kysely);
+    await t.server.services.reports.generate(r.id, { retryCount: 0 });
+    const failed = await get(r.id);
+    assert.equal(failed.status, 'FAILED');
+    assert.equal(failed.errorCode, 'internal_error');
+    assert.match(failed.errorMessage, /after 10 attempts/);
+    assert.equal(failed.artifact, null);
   });
 });
 
