@@ -104,6 +104,22 @@ describe('generation run by hand (no queue workers in this server)', () => {
     assert.equal(afterwards[0]!.attempts, 1, 'nor even started again');
   });
 
+  test('a missed dispatch is recovered: a PENDING report nobody touched for 30 minutes is dispatched again, a fresher one is not', async () => {
+    const jobsFor = async (id: string) => {
+      const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM pgboss.job WHERE name = 'reports.generate' AND data->>'reportId' = ${id}`.execute(t.server.db.kysely);
+      return rows[0]!.n;
+    };
+    const lost = await createReport(t, org.apiKey, activity({ to: '2026-06-01T03:00:00.000Z' }));
+    const recent = await createReport(t, org.apiKey, activity({ to: '2026-06-01T02:30:00.000Z' }));
+    // Its job never ran (lost with a queue that was reset, say): no lease, no activity since.
+    await sql`UPDATE reports SET updated_at = now() - interval '31 minutes' WHERE id = ${lost.id}`.execute(t.server.db.kysely);
+    await sql`UPDATE reports SET updated_at = now() - interval '29 minutes' WHERE id = ${recent.id}`.execute(t.server.db.kysely);
+    const [lostJobs, recentJobs] = [await jobsFor(lost.id), await jobsFor(recent.id)];
+    assert.ok((await t.server.services.reports.recover()) >= 1);
+    assert.equal(await jobsFor(lost.id), lostJobs + 1);
+    assert.equal(await jobsFor(recent.id), recentJobs);
+  });
+
   test('a report whose workers died ten times is not dispatched forever: the next attempt records internal_error', async () => {
     const r = await createReport(t, org.apiKey, activity({ to: '2026-06-01T03:00:00.000Z' }));
     // Ten attempts took the lease and never finished (each worker was killed).
