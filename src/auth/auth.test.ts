@@ -98,7 +98,7 @@ describe('authentication', () => {
       assert.equal(res.status, 200);
     });
 
-    test('expired, tampered, alg:none, foreign-key and HMAC-with-public-key tokens: 401 unauthorized', async () => {
+    test('expired, unexpiring, wrong-issuer or -audience, tampered, alg:none, foreign-key and HMAC-with-public-key tokens: 401 unauthorized', async () => {
       const org = await t.newOrganization();
       const victim = await t.newOrganization();
       const good = org.token;
@@ -123,6 +123,21 @@ describe('authentication', () => {
       const otherIssuer = await new SignJWT({ org: claims.org })
         .setProtectedHeader({ alg: 'EdDSA', kid: header.kid!, typ: 'JWT' })
         .setSubject(org.userId).setIssuer('corridor:production').setAudience(claims.aud as string).setIssuedAt().setExpirationTime('5m')
+        .sign(privateKey);
+
+      // The server's own key and issuer, but meant for another audience, never expiring, or naming a
+      // user together with an organization that is not theirs.
+      const otherAudience = await new SignJWT({ org: claims.org })
+        .setProtectedHeader({ alg: 'EdDSA', kid: header.kid!, typ: 'JWT' })
+        .setSubject(org.userId).setIssuer(claims.iss!).setAudience('another-api').setIssuedAt().setExpirationTime('5m')
+        .sign(privateKey);
+      const noExpiry = await new SignJWT({ org: claims.org })
+        .setProtectedHeader({ alg: 'EdDSA', kid: header.kid!, typ: 'JWT' })
+        .setSubject(org.userId).setIssuer(claims.iss!).setAudience(claims.aud as string).setIssuedAt()
+        .sign(privateKey);
+      const crossedOrganization = await new SignJWT({ org: victim.organizationId })
+        .setProtectedHeader({ alg: 'EdDSA', kid: header.kid!, typ: 'JWT' })
+        .setSubject(org.userId).setIssuer(claims.iss!).setAudience(claims.aud as string).setIssuedAt().setExpirationTime('5m')
         .sign(privateKey);
 
       // Payload changed to another user, signature kept.
@@ -152,7 +167,7 @@ describe('authentication', () => {
         forge({ alg: 'HS256', kid: header.kid, typ: 'JWT' }, { ...claims, sub: victim.userId, org: victim.organizationId }, (input) => createHmac('sha256', secret).update(input).digest('base64url')),
       );
 
-      const bad: Record<string, string> = { expired, otherIssuer, tampered, extended, none, noneWithKid, foreign };
+      const bad: Record<string, string> = { expired, otherIssuer, otherAudience, noExpiry, crossedOrganization, tampered, extended, none, noneWithKid, foreign };
       hmacTokens.forEach((token, i) => (bad[`hmac${i}`] = token));
       for (const [name, token] of Object.entries(bad)) {
         for (const url of ['/v1/users', '/v1/users/me']) {
