@@ -313,7 +313,7 @@ describe('authentication', () => {
       }
     });
 
-    test('revocation takes effect at once', async () => {
+    test('revocation takes effect at once; revoking again keeps the first revokedAt', async () => {
       const org = await t.newOrganization();
       const created = await t.request('POST', '/v1/api-keys', { token: org.token, body: { name: 'temp', scopes: ['users:read'] } });
       assert.equal((await t.request('GET', '/v1/users', { apiKey: created.body.secret })).status, 200);
@@ -323,6 +323,12 @@ describe('authentication', () => {
       const after = await t.request('GET', '/v1/users', { apiKey: created.body.secret });
       assert.equal(after.status, 401);
       assert.deepEqual(after.body, UNAUTHORIZED);
+      // Revoking again is harmless and keeps the moment the key stopped working.
+      const again = await t.request('DELETE', `/v1/api-keys/${created.body.id}`, { token: org.token });
+      assert.equal(again.status, 200);
+      assert.equal(again.body.revokedAt, revoked.body.revokedAt);
+      const listed = (await t.request('GET', '/v1/api-keys', { token: org.token })).body.data.find((k: { id: string }) => k.id === created.body.id);
+      assert.equal(listed.revokedAt, revoked.body.revokedAt);
     });
 
     test("another organization's key id is 404 not_found and stays usable", async () => {
