@@ -42,6 +42,7 @@ const VALID: Record<string, { details: Record<string, unknown>; beneficiary: Rec
 const INVALID: Array<[string, { details?: Record<string, unknown>; beneficiary?: Record<string, unknown> }, string]> = [
   ['US/USD/ACH', { details: { routingNumber: '021000022' } }, 'details.routingNumber'], // ABA checksum
   ['US/USD/ACH', { details: { routingNumber: '02100002' } }, 'details.routingNumber'], // 8 digits
+  ['US/USD/ACH', { details: { routingNumber: '500000005' } }, 'details.routingNumber'], // checksum fits, but 50 is no assigned prefix
   ['US/USD/ACH', { details: { accountNumber: undefined } }, 'details.accountNumber'], // missing
   ['US/USD/ACH', { details: { accountType: 'BROKERAGE' } }, 'details.accountType'],
   ['US/USD/WIRE', { beneficiary: PERSON }, 'beneficiary.address'], // address required on WIRE
@@ -176,6 +177,8 @@ describe('fiat accounts', () => {
     assert.deepEqual(patched.body.details, { iban: 'DE75512108001245126199' });
     assert.deepEqual(patched.body.versionCreatedBy, { type: 'USER', id: a.userId });
     assert.equal(patched.body.nickname, 'Rent');
+    assert.equal(patched.body.createdAt, v1.createdAt);
+    assert.equal(patched.body.updatedAt, patched.body.versionCreatedAt, 'the edit is the last change');
 
     const current = await t.request('GET', `/v1/fiat-accounts/${v1.id}`, { apiKey: a.apiKey });
     assert.equal(current.body.version, 2);
