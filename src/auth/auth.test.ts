@@ -331,6 +331,22 @@ describe('authentication', () => {
       assert.equal(listed.revokedAt, revoked.body.revokedAt);
     });
 
+    test('lastUsedAt stays null until the key is used, then records the use', async () => {
+      const org = await t.newOrganization();
+      const created = await t.request('POST', '/v1/api-keys', { token: org.token, body: { name: 'watched', scopes: ['users:read'] } });
+      const listed = async () => (await t.request('GET', '/v1/api-keys', { token: org.token })).body.data.find((k: { id: string }) => k.id === created.body.id);
+      assert.equal((await listed()).lastUsedAt, null);
+      assert.equal((await t.request('GET', '/v1/users', { apiKey: created.body.secret })).status, 200);
+      // Written beside the request, not inside it: looked for until it appears (bounded).
+      let lastUsedAt: string | null = null;
+      for (let i = 0; i < 50 && !lastUsedAt; i++) {
+        lastUsedAt = (await listed()).lastUsedAt;
+        if (!lastUsedAt) await new Promise((r) => setTimeout(r, 100));
+      }
+      assert.ok(lastUsedAt, 'lastUsedAt was never written');
+      assert.ok(lastUsedAt >= created.body.createdAt, `${lastUsedAt} is not after ${created.body.createdAt}`);
+    });
+
     test("another organization's key id is 404 not_found and stays usable", async () => {
       const a = await t.newOrganization();
       const b = await t.newOrganization();
@@ -454,5 +470,41 @@ describe('rate limit and operator account', () => {
     assert.deepEqual(me.body.roles, ['SERVICE_OPS']);
     // A second start does not create a second operator.
     assert.deepEqual(await t.server.services.auth.ensureOperator('ops@corridor.example', 'operator password 42'), { created: false });
+  });
+
+  test("CORRIDOR_OPS_EMAIL naming a customer's user refuses to start and leaves that user a customer", async () => {
+    const org = await t.newOrganization();
+    await assert.rejects(t.server.services.auth.ensureOperator(org.email.toUpperCase(), 'operator password 42'), /already belongs to a customer user/);
+    const me = await t.request('GET', '/v1/users/me', { token: org.token });
+    assert.deepEqual(me.body.roles, ['OWNER']);
+    const token = await t.request('POST', '/v1/auth/token', { body: { email: org.email, password: 'operator password 42' } });
+    assert.equal(token.status, 401);
+  });
+});
+
+describe('production', () => {
+  let t: TestServer;
+  before(async () => {
+    t = await startTestServer({ CORRIDOR_ENV: 'production' });
+  });
+  after(async () => t.close());
+
+  test('API keys are sk_live_ keys, a sandbox-looking key is refused, and sign-up is closed by default', async () => {
+    const first = t.server.firstOrganization!;
+    assert.match(first.apiKey, /^sk_live_[A-Za-z0-9_-]{64}$/);
+    assert.equal((await t.request('GET', '/v1/users', { apiKey: first.apiKey })).status, 200);
+    const sandboxLooking = await t.request('GET', '/v1/users', { apiKey: first.apiKey.replace('sk_live_', 'sk_sandbox_') });
+    assert.equal(sandboxLooking.status, 401);
+    assert.deepEqual(sandboxLooking.body, UNAUTHORIZED);
+
+    const { accessToken } = await t.server.services.auth.issueToken(first.email, first.password);
+    const created = await t.request('POST', '/v1/api-keys', { token: accessToken, body: { name: 'live', scopes: ['users:read'] } });
+    assert.equal(created.status, 201, created.text);
+    assert.match(created.body.secret, /^sk_live_[A-Za-z0-9_-]{64}$/);
+    assert.ok(created.body.secret.startsWith(created.body.prefix) && created.body.prefix.startsWith('sk_live_'));
+
+    const signup = await t.request('POST', '/v1/auth/signup', { body: { organizationName: 'Walk-in', email: 'walk-in@example.com', password: 'a long enough password', fullName: 'Walk In' } });
+    assert.equal(signup.status, 403);
+    assert.equal(signup.body.code, 'signup_closed');
   });
 });
