@@ -213,6 +213,22 @@ describe('entities (sandbox)', () => {
     assert.equal(again.body.code, 'invalid_status_transition');
     assert.equal((await t.request('POST', `/v1/ops/entities/${NOT_A_KNOWN_ID}/approve`, { token: ops })).status, 404);
   });
+
+  test('an approval and a rejection racing for one PENDING entity: exactly one decides, the other is 409', async () => {
+    const ops = await opsToken(t);
+    for (let i = 0; i < 3; i++) {
+      const pending = (await t.request('POST', '/v1/entities', { apiKey: a.apiKey, body: individual({ lastName: 'Pending' }) })).body;
+      const [approve, reject] = await Promise.all([
+        t.request('POST', `/v1/ops/entities/${pending.id}/approve`, { token: ops }),
+        t.request('POST', `/v1/ops/entities/${pending.id}/reject`, { token: ops, body: { reason: 'Raced' } }),
+      ]);
+      assert.deepEqual([approve.status, reject.status].sort(), [200, 409], `${approve.text} ${reject.text}`);
+      const loser = approve.status === 409 ? approve : reject;
+      assert.equal(loser.body.code, 'invalid_status_transition');
+      const winner = approve.status === 200 ? approve : reject;
+      assert.equal((await t.request('GET', `/v1/entities/${pending.id}`, { apiKey: a.apiKey })).body.status, winner.body.status);
+    }
+  });
 });
 
 describe('entities (production)', () => {
