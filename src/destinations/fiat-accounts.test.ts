@@ -244,6 +244,20 @@ describe('fiat accounts', () => {
     assert.equal(relationship.body.relationship, 'SELF');
   });
 
+  test('two edits racing on one account both land, as versions 2 and 3; neither is lost', async () => {
+    const v1 = (await create(a, 'DE/EUR/SEPA')).body;
+    const ibans = ['DE75512108001245126199', 'DE02120300000000202051'];
+    const results = await Promise.all(ibans.map((iban) => t.request('PATCH', `/v1/fiat-accounts/${v1.id}`, { apiKey: a.apiKey, body: { details: { iban } } })));
+    for (const res of results) assert.equal(res.status, 200, res.text);
+    assert.deepEqual(results.map((r) => r.body.version).sort(), [2, 3]);
+    const versions = (await t.request('GET', `/v1/fiat-accounts/${v1.id}/versions`, { apiKey: a.apiKey })).body;
+    assert.deepEqual(versions.data.map((v: { version: number }) => v.version), [1, 2, 3]);
+    assert.deepEqual(versions.data.slice(1).map((v: { details: { iban: string } }) => v.details.iban).sort(), [...ibans].sort());
+    const current = (await t.request('GET', `/v1/fiat-accounts/${v1.id}`, { apiKey: a.apiKey })).body;
+    assert.equal(current.version, 3);
+    assert.deepEqual(current.details, versions.data[2].details);
+  });
+
   test('PATCH is validated against the (new) rail and a refused edit leaves the account as it was', async () => {
     const v1 = (await create(a, 'DE/EUR/SEPA')).body;
     expectInvalid(await t.request('PATCH', `/v1/fiat-accounts/${v1.id}`, { apiKey: a.apiKey, body: { details: { iban: 'DE89370400440532013001' } } }), 'details.iban', 'bad iban');
