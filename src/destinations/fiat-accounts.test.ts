@@ -66,6 +66,7 @@ const INVALID: Array<[string, { details?: Record<string, unknown>; beneficiary?:
   ['NG/NGN/LOCAL', { details: { accountNumber: '0123456789' } }, 'details.accountNumber'], // NUBAN check digit
   ['NG/NGN/LOCAL', { details: { bankCode: '044' } }, 'details.accountNumber'], // valid for 058, not for 044
   ['KE/KES/LOCAL', { details: { phoneNumber: '+255712345678' } }, 'details.phoneNumber'], // Tanzanian number
+  ['KE/KES/LOCAL', { details: { phoneNumber: '+254201234567' } }, 'details.phoneNumber'], // Nairobi landline, no mobile wallet
   ['KE/KES/LOCAL', { details: { network: 'MTN' } }, 'details.network'],
   ['PH/PHP/LOCAL', { details: { bankCode: 'DEUTDEFF' } }, 'details.bankCode'], // not a PH bank
   ['AR/ARS/LOCAL', { details: { cbu: '2850590940090418135202' } }, 'details.cbu'], // CBU check digit
