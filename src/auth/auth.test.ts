@@ -98,7 +98,7 @@ describe('authentication', () => {
       assert.equal(res.status, 200);
     });
 
-    test('expired, tampered, alg:none, foreign-key and HMAC-with-public-key tokens: 401 unauthorized', async () => {
+    test('expired, unexpiring, wrong-issuer or -audience, tampered, alg:none, foreign-key and HMAC-with-public-key tokens: 401 unauthorized', async () => {
       const org = await t.newOrganization();
       const victim = await t.newOrganization();
       const good = org.token;
@@ -123,6 +123,21 @@ describe('authentication', () => {
       const otherIssuer = await new SignJWT({ org: claims.org })
         .setProtectedHeader({ alg: 'EdDSA', kid: header.kid!, typ: 'JWT' })
         .setSubject(org.userId).setIssuer('corridor:production').setAudience(claims.aud as string).setIssuedAt().setExpirationTime('5m')
+        .sign(privateKey);
+
+      // The server's own key and issuer, but meant for another audience, never expiring, or naming a
+      // user together with an organization that is not theirs.
+      const otherAudience = await new SignJWT({ org: claims.org })
+        .setProtectedHeader({ alg: 'EdDSA', kid: header.kid!, typ: 'JWT' })
+        .setSubject(org.userId).setIssuer(claims.iss!).setAudience('another-api').setIssuedAt().setExpirationTime('5m')
+        .sign(privateKey);
+      const noExpiry = await new SignJWT({ org: claims.org })
+        .setProtectedHeader({ alg: 'EdDSA', kid: header.kid!, typ: 'JWT' })
+        .setSubject(org.userId).setIssuer(claims.iss!).setAudience(claims.aud as string).setIssuedAt()
+        .sign(privateKey);
+      const crossedOrganization = await new SignJWT({ org: victim.organizationId })
+        .setProtectedHeader({ alg: 'EdDSA', kid: header.kid!, typ: 'JWT' })
+        .setSubject(org.userId).setIssuer(claims.iss!).setAudience(claims.aud as string).setIssuedAt().setExpirationTime('5m')
         .sign(privateKey);
 
       // Payload changed to another user, signature kept.
@@ -152,7 +167,7 @@ describe('authentication', () => {
         forge({ alg: 'HS256', kid: header.kid, typ: 'JWT' }, { ...claims, sub: victim.userId, org: victim.organizationId }, (input) => createHmac('sha256', secret).update(input).digest('base64url')),
       );
 
-      const bad: Record<string, string> = { expired, otherIssuer, tampered, extended, none, noneWithKid, foreign };
+      const bad: Record<string, string> = { expired, otherIssuer, otherAudience, noExpiry, crossedOrganization, tampered, extended, none, noneWithKid, foreign };
       hmacTokens.forEach((token, i) => (bad[`hmac${i}`] = token));
       for (const [name, token] of Object.entries(bad)) {
         for (const url of ['/v1/users', '/v1/users/me']) {
@@ -298,7 +313,7 @@ describe('authentication', () => {
       }
     });
 
-    test('revocation takes effect at once', async () => {
+    test('revocation takes effect at once; revoking again keeps the first revokedAt', async () => {
       const org = await t.newOrganization();
       const created = await t.request('POST', '/v1/api-keys', { token: org.token, body: { name: 'temp', scopes: ['users:read'] } });
       assert.equal((await t.request('GET', '/v1/users', { apiKey: created.body.secret })).status, 200);
@@ -308,6 +323,28 @@ describe('authentication', () => {
       const after = await t.request('GET', '/v1/users', { apiKey: created.body.secret });
       assert.equal(after.status, 401);
       assert.deepEqual(after.body, UNAUTHORIZED);
+      // Revoking again is harmless and keeps the moment the key stopped working.
+      const again = await t.request('DELETE', `/v1/api-keys/${created.body.id}`, { token: org.token });
+      assert.equal(again.status, 200);
+      assert.equal(again.body.revokedAt, revoked.body.revokedAt);
+      const listed = (await t.request('GET', '/v1/api-keys', { token: org.token })).body.data.find((k: { id: string }) => k.id === created.body.id);
+      assert.equal(listed.revokedAt, revoked.body.revokedAt);
+    });
+
+    test('lastUsedAt stays null until the key is used, then records the use', async () => {
+      const org = await t.newOrganization();
+      const created = await t.request('POST', '/v1/api-keys', { token: org.token, body: { name: 'watched', scopes: ['users:read'] } });
+      const listed = async () => (await t.request('GET', '/v1/api-keys', { token: org.token })).body.data.find((k: { id: string }) => k.id === created.body.id);
+      assert.equal((await listed()).lastUsedAt, null);
+      assert.equal((await t.request('GET', '/v1/users', { apiKey: created.body.secret })).status, 200);
+      // Written beside the request, not inside it: looked for until it appears (bounded).
+      let lastUsedAt: string | null = null;
+      for (let i = 0; i < 50 && !lastUsedAt; i++) {
+        lastUsedAt = (await listed()).lastUsedAt;
+        if (!lastUsedAt) await new Promise((r) => setTimeout(r, 100));
+      }
+      assert.ok(lastUsedAt, 'lastUsedAt was never written');
+      assert.ok(lastUsedAt >= created.body.createdAt, `${lastUsedAt} is not after ${created.body.createdAt}`);
     });
 
     test("another organization's key id is 404 not_found and stays usable", async () => {
@@ -433,5 +470,41 @@ describe('rate limit and operator account', () => {
     assert.deepEqual(me.body.roles, ['SERVICE_OPS']);
     // A second start does not create a second operator.
     assert.deepEqual(await t.server.services.auth.ensureOperator('ops@corridor.example', 'operator password 42'), { created: false });
+  });
+
+  test("CORRIDOR_OPS_EMAIL naming a customer's user refuses to start and leaves that user a customer", async () => {
+    const org = await t.newOrganization();
+    await assert.rejects(t.server.services.auth.ensureOperator(org.email.toUpperCase(), 'operator password 42'), /already belongs to a customer user/);
+    const me = await t.request('GET', '/v1/users/me', { token: org.token });
+    assert.deepEqual(me.body.roles, ['OWNER']);
+    const token = await t.request('POST', '/v1/auth/token', { body: { email: org.email, password: 'operator password 42' } });
+    assert.equal(token.status, 401);
+  });
+});
+
+describe('production', () => {
+  let t: TestServer;
+  before(async () => {
+    t = await startTestServer({ CORRIDOR_ENV: 'production' });
+  });
+  after(async () => t.close());
+
+  test('API keys are sk_live_ keys, a sandbox-looking key is refused, and sign-up is closed by default', async () => {
+    const first = t.server.firstOrganization!;
+    assert.match(first.apiKey, /^sk_live_[A-Za-z0-9_-]{64}$/);
+    assert.equal((await t.request('GET', '/v1/users', { apiKey: first.apiKey })).status, 200);
+    const sandboxLooking = await t.request('GET', '/v1/users', { apiKey: first.apiKey.replace('sk_live_', 'sk_sandbox_') });
+    assert.equal(sandboxLooking.status, 401);
+    assert.deepEqual(sandboxLooking.body, UNAUTHORIZED);
+
+    const { accessToken } = await t.server.services.auth.issueToken(first.email, first.password);
+    const created = await t.request('POST', '/v1/api-keys', { token: accessToken, body: { name: 'live', scopes: ['users:read'] } });
+    assert.equal(created.status, 201, created.text);
+    assert.match(created.body.secret, /^sk_live_[A-Za-z0-9_-]{64}$/);
+    assert.ok(created.body.secret.startsWith(created.body.prefix) && created.body.prefix.startsWith('sk_live_'));
+
+    const signup = await t.request('POST', '/v1/auth/signup', { body: { organizationName: 'Walk-in', email: 'walk-in@example.com', password: 'a long enough password', fullName: 'Walk In' } });
+    assert.equal(signup.status, 403);
+    assert.equal(signup.body.code, 'signup_closed');
   });
 });

@@ -57,6 +57,7 @@ describe('crypto wallets (sandbox)', () => {
       [{ blockchain: 'BITCOIN', asset: 'BTC', address: BTC_P2SH }, BTC_P2SH],
       [{ blockchain: 'BITCOIN', asset: 'BTC', address: BTC_TESTNET }, BTC_TESTNET], // sandbox accepts testnet
       [{ blockchain: 'STELLAR', asset: 'USDC', address: STELLAR_USDC_ISSUER, memo: '1234567890' }, STELLAR_USDC_ISSUER],
+      [{ blockchain: 'STELLAR', asset: 'USDC', address: STELLAR_USDC_ISSUER, memo: 'é'.repeat(14) }, STELLAR_USDC_ISSUER], // 28 bytes
     ];
     for (const [wallet, stored] of cases) {
       const res = await create(wallet);
@@ -84,6 +85,7 @@ describe('crypto wallets (sandbox)', () => {
       [{ blockchain: 'STELLAR', asset: 'USDC', address: STELLAR_USDC_ISSUER }, 'memo'], // memo required
       [{ blockchain: 'STELLAR', asset: 'USDC', address: STELLAR_USDC_ISSUER, memo: null }, 'memo'],
       [{ blockchain: 'STELLAR', asset: 'USDC', address: STELLAR_USDC_ISSUER, memo: 'x'.repeat(29) }, 'memo'], // over 28 bytes
+      [{ blockchain: 'STELLAR', asset: 'USDC', address: STELLAR_USDC_ISSUER, memo: 'é'.repeat(15) }, 'memo'], // 15 characters, but 30 bytes
       [{ blockchain: 'STELLAR', asset: 'USDC', address: STELLAR_USDC_ISSUER, memo: '   ' }, 'memo'], // blank
       [{ blockchain: 'STELLAR', asset: 'USDC', address: `${STELLAR_USDC_ISSUER.slice(0, 55)}M`, memo: '1' }, 'address'], // StrKey checksum
       [{ blockchain: 'STELLAR', asset: 'USDC', address: STELLAR_USDC_ISSUER, memo: '1', tag: '7' }, 'tag'], // no tags on Stellar
@@ -193,6 +195,24 @@ describe('crypto wallets (sandbox)', () => {
     assert.equal((await t.request('GET', `/v1/crypto-wallets/${mine.id}`, { apiKey: a.org.apiKey })).body.address, BTC_P2PKH);
     // Fiat and crypto ids are not interchangeable.
     assert.equal((await t.request('GET', `/v1/fiat-accounts/${mine.id}`, { apiKey: a.org.apiKey })).status, 404);
+  });
+
+  test('the wallet list holds wallets only and the fiat-account list fiat accounts only', async () => {
+    const d = await setup(t, 'D');
+    const wallet = (await create({ blockchain: 'BITCOIN', asset: 'BTC', address: BTC_P2PKH }, d)).body;
+    const account = await t.request('POST', '/v1/fiat-accounts', {
+      apiKey: d.org.apiKey,
+      body: { entityId: d.entityId, rail: { country: 'GB', currency: 'GBP', method: 'LOCAL' }, details: { sortCode: '404784', accountNumber: '12345678' }, beneficiary: { name: 'D Treasury Ltd' }, relationship: 'SELF' },
+    });
+    assert.equal(account.status, 201, account.text);
+    for (const query of ['', `?entityId=${d.entityId}`]) {
+      const wallets = await t.request('GET', `/v1/crypto-wallets${query}`, { apiKey: d.org.apiKey });
+      assert.deepEqual(wallets.body.data.map((w: { id: string }) => w.id), [wallet.id], query);
+      assert.equal(wallets.body.meta.total, 1, query);
+      const accounts = await t.request('GET', `/v1/fiat-accounts${query}`, { apiKey: d.org.apiKey });
+      assert.deepEqual(accounts.body.data.map((a: { id: string }) => a.id), [account.body.id], query);
+      assert.equal(accounts.body.meta.total, 1, query);
+    }
   });
 
   test('GET /v1/crypto-wallets lists by entity with cursor pages', async () => {

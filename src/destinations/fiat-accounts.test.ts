@@ -42,6 +42,7 @@ const VALID: Record<string, { details: Record<string, unknown>; beneficiary: Rec
 const INVALID: Array<[string, { details?: Record<string, unknown>; beneficiary?: Record<string, unknown> }, string]> = [
   ['US/USD/ACH', { details: { routingNumber: '021000022' } }, 'details.routingNumber'], // ABA checksum
   ['US/USD/ACH', { details: { routingNumber: '02100002' } }, 'details.routingNumber'], // 8 digits
+  ['US/USD/ACH', { details: { routingNumber: '500000005' } }, 'details.routingNumber'], // checksum fits, but 50 is no assigned prefix
   ['US/USD/ACH', { details: { accountNumber: undefined } }, 'details.accountNumber'], // missing
   ['US/USD/ACH', { details: { accountType: 'BROKERAGE' } }, 'details.accountType'],
   ['US/USD/WIRE', { beneficiary: PERSON }, 'beneficiary.address'], // address required on WIRE
@@ -65,6 +66,7 @@ const INVALID: Array<[string, { details?: Record<string, unknown>; beneficiary?:
   ['NG/NGN/LOCAL', { details: { accountNumber: '0123456789' } }, 'details.accountNumber'], // NUBAN check digit
   ['NG/NGN/LOCAL', { details: { bankCode: '044' } }, 'details.accountNumber'], // valid for 058, not for 044
   ['KE/KES/LOCAL', { details: { phoneNumber: '+255712345678' } }, 'details.phoneNumber'], // Tanzanian number
+  ['KE/KES/LOCAL', { details: { phoneNumber: '+254201234567' } }, 'details.phoneNumber'], // Nairobi landline, no mobile wallet
   ['KE/KES/LOCAL', { details: { network: 'MTN' } }, 'details.network'],
   ['PH/PHP/LOCAL', { details: { bankCode: 'DEUTDEFF' } }, 'details.bankCode'], // not a PH bank
   ['AR/ARS/LOCAL', { details: { cbu: '2850590940090418135202' } }, 'details.cbu'], // CBU check digit
@@ -176,6 +178,8 @@ describe('fiat accounts', () => {
     assert.deepEqual(patched.body.details, { iban: 'DE75512108001245126199' });
     assert.deepEqual(patched.body.versionCreatedBy, { type: 'USER', id: a.userId });
     assert.equal(patched.body.nickname, 'Rent');
+    assert.equal(patched.body.createdAt, v1.createdAt);
+    assert.equal(patched.body.updatedAt, patched.body.versionCreatedAt, 'the edit is the last change');
 
     const current = await t.request('GET', `/v1/fiat-accounts/${v1.id}`, { apiKey: a.apiKey });
     assert.equal(current.body.version, 2);
@@ -239,6 +243,20 @@ describe('fiat accounts', () => {
     const relationship = await t.request('PATCH', `/v1/fiat-accounts/${v1.id}`, { apiKey: a.apiKey, body: { relationship: 'SELF' } });
     assert.equal(relationship.body.version, 2);
     assert.equal(relationship.body.relationship, 'SELF');
+  });
+
+  test('two edits racing on one account both land, as versions 2 and 3; neither is lost', async () => {
+    const v1 = (await create(a, 'DE/EUR/SEPA')).body;
+    const ibans = ['DE75512108001245126199', 'DE02120300000000202051'];
+    const results = await Promise.all(ibans.map((iban) => t.request('PATCH', `/v1/fiat-accounts/${v1.id}`, { apiKey: a.apiKey, body: { details: { iban } } })));
+    for (const res of results) assert.equal(res.status, 200, res.text);
+    assert.deepEqual(results.map((r) => r.body.version).sort(), [2, 3]);
+    const versions = (await t.request('GET', `/v1/fiat-accounts/${v1.id}/versions`, { apiKey: a.apiKey })).body;
+    assert.deepEqual(versions.data.map((v: { version: number }) => v.version), [1, 2, 3]);
+    assert.deepEqual(versions.data.slice(1).map((v: { details: { iban: string } }) => v.details.iban).sort(), [...ibans].sort());
+    const current = (await t.request('GET', `/v1/fiat-accounts/${v1.id}`, { apiKey: a.apiKey })).body;
+    assert.equal(current.version, 3);
+    assert.deepEqual(current.details, versions.data[2].details);
   });
 
   test('PATCH is validated against the (new) rail and a refused edit leaves the account as it was', async () => {

@@ -116,9 +116,17 @@ describe('entities (sandbox)', () => {
       assert.equal(res.body.code, 'validation_error');
       assert.ok(res.body.details.some((d: { path: string }) => d.path === path), `${path} in ${res.text}`);
     }
+    // Born today is not in the past either (UTC days; judged only if the day did not turn meanwhile).
+    const today = () => new Date().toISOString().slice(0, 10);
+    const day = today();
+    const bornToday = await t.request('POST', '/v1/entities', { apiKey: a.apiKey, body: individual({ dateOfBirth: day }) });
+    if (today() === day) {
+      assert.equal(bornToday.status, 422, bornToday.text);
+      assert.deepEqual(bornToday.body.details.map((d: { path: string }) => d.path), ['dateOfBirth']);
+    }
   });
 
-  test('GET /v1/entities lists only the caller organization, with cursor pages and a status filter', async () => {
+  test('GET /v1/entities lists only the caller organization, with cursor pages and a status and a type filter', async () => {
     const org = await t.newOrganization('Lister');
     const ids: string[] = [];
     for (let i = 0; i < 5; i++) ids.push((await t.request('POST', '/v1/entities', { apiKey: org.apiKey, body: individual({ firstName: `P${i}` }) })).body.id);
@@ -135,6 +143,11 @@ describe('entities (sandbox)', () => {
     assert.deepEqual(seen, [...ids, pendingId]);
     const pending = await t.request('GET', '/v1/entities?status=PENDING', { apiKey: org.apiKey });
     assert.deepEqual(pending.body.data.map((e: { id: string }) => e.id), [pendingId]);
+    const businesses = await t.request('GET', '/v1/entities?type=BUSINESS', { apiKey: org.apiKey });
+    assert.deepEqual(businesses.body.data.map((e: { id: string }) => e.id), [pendingId]);
+    assert.equal(businesses.body.meta.total, 1);
+    const individuals = await t.request('GET', '/v1/entities?type=INDIVIDUAL&status=ACTIVE&limit=100', { apiKey: org.apiKey });
+    assert.deepEqual(individuals.body.data.map((e: { id: string }) => e.id), ids);
     const other = await t.request('GET', '/v1/entities', { apiKey: b.apiKey });
     assert.ok(!other.body.data.some((e: { id: string }) => seen.includes(e.id)));
   });
@@ -170,6 +183,7 @@ describe('entities (sandbox)', () => {
     const queue = await t.request('GET', '/v1/ops/entities?limit=100', { token: ops });
     assert.equal(queue.status, 200);
     const queued = queue.body.data.map((e: { id: string; organizationId: string }) => [e.id, e.organizationId]);
+    assert.deepEqual([...new Set(queue.body.data.map((e: { status: string }) => e.status))], ['PENDING'], 'the review queue holds PENDING entities only');
     assert.ok(queued.some(([id, org]: [string, string]) => id === pending.id && org === a.organizationId));
     assert.ok(queued.some(([id, org]: [string, string]) => id === pending2.id && org === b.organizationId));
 
@@ -184,10 +198,36 @@ describe('entities (sandbox)', () => {
     assert.equal(seen.status, 'REJECTED');
     assert.equal(seen.statusReason, 'Registration number not found');
 
+    // Decisions are final: a REJECTED entity cannot be approved later, and leaves the review queue.
+    const lateApproval = await t.request('POST', `/v1/ops/entities/${pending2.id}/approve`, { token: ops });
+    assert.equal(lateApproval.status, 409, lateApproval.text);
+    assert.equal(lateApproval.body.code, 'invalid_status_transition');
+    assert.equal((await t.request('GET', `/v1/entities/${pending2.id}`, { apiKey: b.apiKey })).body.status, 'REJECTED');
+    const queueAfter = await t.request('GET', '/v1/ops/entities?limit=100', { token: ops });
+    assert.ok(!queueAfter.body.data.some((e: { id: string }) => e.id === pending.id || e.id === pending2.id));
+    const decided = await t.request('GET', '/v1/ops/entities?limit=100&status=REJECTED', { token: ops });
+    assert.ok(decided.body.data.some((e: { id: string }) => e.id === pending2.id));
+
     const again = await t.request('POST', `/v1/ops/entities/${pending.id}/reject`, { token: ops });
     assert.equal(again.status, 409);
     assert.equal(again.body.code, 'invalid_status_transition');
     assert.equal((await t.request('POST', `/v1/ops/entities/${NOT_A_KNOWN_ID}/approve`, { token: ops })).status, 404);
+  });
+
+  test('an approval and a rejection racing for one PENDING entity: exactly one decides, the other is 409', async () => {
+    const ops = await opsToken(t);
+    for (let i = 0; i < 3; i++) {
+      const pending = (await t.request('POST', '/v1/entities', { apiKey: a.apiKey, body: individual({ lastName: 'Pending' }) })).body;
+      const [approve, reject] = await Promise.all([
+        t.request('POST', `/v1/ops/entities/${pending.id}/approve`, { token: ops }),
+        t.request('POST', `/v1/ops/entities/${pending.id}/reject`, { token: ops, body: { reason: 'Raced' } }),
+      ]);
+      assert.deepEqual([approve.status, reject.status].sort(), [200, 409], `${approve.text} ${reject.text}`);
+      const loser = approve.status === 409 ? approve : reject;
+      assert.equal(loser.body.code, 'invalid_status_transition');
+      const winner = approve.status === 200 ? approve : reject;
+      assert.equal((await t.request('GET', `/v1/entities/${pending.id}`, { apiKey: a.apiKey })).body.status, winner.body.status);
+    }
   });
 });
 

@@ -144,4 +144,16 @@ describe('organization features (sandbox)', () => {
     assert.equal(off.status, 403);
     assert.equal(off.body.code, 'feature_not_enabled');
   });
+
+  test('the operator organization is no customer: it starts with no features, even in the sandbox', async () => {
+    const ops = await operatorToken(t);
+    const operatorOrg = (await t.server.services.organizations.operator())!;
+    const shown = await t.request('GET', `/v1/ops/organizations/${operatorOrg.id}`, { token: ops });
+    assert.equal(shown.status, 200, shown.text);
+    assert.equal(shown.body.kind, 'OPERATOR');
+    assert.deepEqual(shown.body.features, []);
+    const preview = await t.request('POST', '/v1/reports/preview', { token: ops, body: PREVIEW });
+    assert.equal(preview.status, 403);
+    assert.equal(preview.body.code, 'feature_not_enabled');
+  });
 });
