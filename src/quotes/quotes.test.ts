@@ -217,6 +217,18 @@ describe('quotes', () => {
     }
   });
 
+  test('an amount every path’s fees would swallow gives no option and an amount_below_fees advisory', async () => {
+    // USD ACH → USD WIRE charges 0.25 + 15.00 USD: 10.00 cannot pay for it.
+    const res = await quote({ from: ACH, to: WIRE, amount: '10.00' });
+    assert.equal(res.status, 201, res.text);
+    assert.deepEqual(res.body.options, []);
+    assert.deepEqual(res.body.advisories.map((x: { code: string; severity: string }) => [x.code, x.severity]), [['amount_below_fees', 'WARNING']]);
+    // Enough to cover the fees gets its option and no such advisory.
+    const enough = await quote({ from: ACH, to: WIRE, amount: '15.26' });
+    assert.equal(enough.body.options[0].toAmount, '0.01');
+    assert.deepEqual(enough.body.advisories, []);
+  });
+
   test('a rail the directory does not have is 422 unsupported_route', async () => {
     for (const [from, to] of [
       [{ type: 'FIAT', country: 'US', currency: 'USD', method: 'SEPA' }, SEPA_DE],
@@ -305,6 +317,19 @@ describe('quotes', () => {
     const walletToFiat = await quote({ from: ACH, to: SEPA_DE, amount: '100.00', destinationCryptoWalletId: wallet.body.id });
     assert.equal(walletToFiat.status, 422);
     assert.equal(walletToFiat.body.code, 'destination_mismatch');
+    const walletOfOtherEntity = await quote({ entityId: otherEntityA, from: ACH, to: POLYGON_USDC, amount: '100.00', destinationCryptoWalletId: wallet.body.id });
+    assert.equal(walletOfOtherEntity.status, 422, walletOfOtherEntity.text);
+    assert.equal(walletOfOtherEntity.body.code, 'destination_mismatch');
+
+    // Once the account is edited, a new quote binds its new version (the old quote keeps the old one).
+    const edited = await t.request('PATCH', `/v1/fiat-accounts/${accountId}`, { apiKey: a.apiKey, body: { details: { iban: 'DE02120300000000202051' } } });
+    assert.equal(edited.status, 200, edited.text);
+    assert.equal(edited.body.version, 2);
+    const rebound = await quote({ from: ACH, to: SEPA_DE, amount: '100.00', destinationFiatAccountId: accountId });
+    assert.equal(rebound.status, 201, rebound.text);
+    assert.deepEqual(rebound.body.destination, { type: 'FIAT_ACCOUNT', id: accountId, version: 2 });
+    assert.deepEqual((await optionForTransfer(rebound.body.options[0].id)).destination, { type: 'FIAT_ACCOUNT', id: accountId, version: 2 });
+    assert.deepEqual((await optionForTransfer(bound.body.options[0].id)).destination, { type: 'FIAT_ACCOUNT', id: accountId, version: 1 });
   });
 
   test('GET /v1/quotes/:id returns the stored quote to its organization only', async () => {
