@@ -1,5 +1,8 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { startTestServer } from '../../test/helpers/server.ts';
 import type { TestOrganization, TestServer } from '../../test/helpers/server.ts';
 import { convert, toMinor } from '../platform/money.ts';
@@ -402,5 +405,78 @@ describe('quotes', () => {
     assert.equal(await statusOf(), 'EXPIRED');
     const mark = await t.server.db.kysely.transaction().execute((trx) => t.server.services.quotes.markOptionUsed(trx, optionId));
     assert.equal(mark, 'EXPIRED');
+  });
+});
+
+// A small network of its own, to pin the ranking tie-breaks and the advisories the sandbox
+// network cannot show: equal amounts that differ only by ETA, a DEGRADED provider priced but not
+// among the options kept, and a rail nobody collects on.
+describe('quotes on a network of its own', () => {
+  let t: TestServer;
+  let org: TestOrganization;
+  let entity: string;
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'corridor-quotes-'));
+  const noFees = { fixed: '0', percentBps: 0, fxSpreadBps: 0 };
+  const provider = (id: string, availability: string, capabilities: unknown[]) => ({ id, displayName: `Net ${id}`, adapter: 'simulator', availability, credentials: {}, capabilities });
+  const rail = (kind: string, r: Record<string, string>, fixed: string, etaSeconds: number) => ({ kind, rail: r, fees: { ...noFees, fixed }, etaSeconds });
+
+  before(async () => {
+    const file = path.join(tmp, 'providers.json');
+    fs.writeFileSync(
+      file,
+      JSON.stringify({
+        environment: 'sandbox',
+        providers: [
+          provider('collect-good', 'ACTIVE', [rail('COLLECTION', ACH, '0.00', 100)]),
+          // Fast but dear: every path through it delivers less than the five kept.
+          provider('collect-slow-lane', 'DEGRADED', [rail('COLLECTION', ACH, '5.00', 1)]),
+          // The same fee on every payout; the later the id, the faster the payout.
+          ...[500, 400, 300, 200, 100].map((eta, i) => provider(`pay-${i + 1}`, 'ACTIVE', [rail('PAYOUT', WIRE, '1.00', eta)])),
+          // Pays out on SEPA, but nobody collects there and nobody converts EUR.
+          provider('sepa-payer', 'ACTIVE', [rail('PAYOUT', SEPA_DE, '0.00', 60)]),
+        ],
+      }),
+    );
+    t = await startTestServer({ CORRIDOR_PROVIDERS_FILE: file });
+    org = await t.newOrganization('Own network');
+    const created = await t.request('POST', '/v1/entities', { apiKey: org.apiKey, body: { type: 'INDIVIDUAL', firstName: 'Ada', lastName: 'Lovelace', country: 'US' } });
+    assert.equal(created.status, 201, created.text);
+    entity = created.body.id as string;
+  });
+  after(async () => {
+    await t?.close();
+    fs.rmSync(tmp, { recursive: true, force: true });
+  });
+
+  const quote = (body: Record<string, unknown>) => t.request('POST', '/v1/quotes', { apiKey: org.apiKey, body: { entityId: entity, ...body } });
+
+  test('equal amounts rank the shorter ETA first; a DEGRADED provider only in options cut off raises no warning', async () => {
+    const res = await quote({ from: ACH, to: WIRE, amount: '100.00' });
+    assert.equal(res.status, 201, res.text);
+    // Ten paths are priced; the five through the 5.00 USD collector deliver less and are cut.
+    assert.deepEqual(
+      res.body.options.map((o: { toAmount: string; eta: { seconds: number }; legs: Array<{ provider: string }> }) => [o.toAmount, o.eta.seconds, o.legs.map((l) => l.provider).join(' > ')]),
+      [
+        ['99.00', 200, 'Net collect-good > Net pay-5'],
+        ['99.00', 300, 'Net collect-good > Net pay-4'],
+        ['99.00', 400, 'Net collect-good > Net pay-3'],
+        ['99.00', 500, 'Net collect-good > Net pay-2'],
+        ['99.00', 600, 'Net collect-good > Net pay-1'],
+      ],
+    );
+    assert.deepEqual(res.body.advisories, [], 'the degraded collector serves none of the options offered');
+  });
+
+  test('a rail nobody collects on and a pair nobody converts are named as advisories, not errors', async () => {
+    const res = await quote({ from: SEPA_DE, to: WIRE, amount: '100.00' });
+    assert.equal(res.status, 201, res.text);
+    assert.deepEqual(res.body.options, []);
+    assert.deepEqual(
+      res.body.advisories.map((x: { code: string; severity: string; message: string }) => [x.code, x.severity, x.message]),
+      [
+        ['no_provider', 'WARNING', 'No provider collects funds on DE/EUR/SEPA'],
+        ['no_conversion_path', 'WARNING', 'No provider converts EUR to USD, directly or through one intermediate asset'],
+      ],
+    );
   });
 });
