@@ -389,6 +389,10 @@ describe('quotes', () => {
     const created = await quote({ from: ACH, to: WIRE, amount: '30.00' });
     const optionId = created.body.options[0].id as string;
     const expiresAt = Date.parse(created.body.options[0].expiresAt);
+    // Another option a transfer took before it expired: it stays USED, whatever the job does.
+    const taken = await quote({ from: ACH, to: WIRE, amount: '31.00' });
+    const takenId = taken.body.options[0].id as string;
+    assert.equal(await t.server.db.kysely.transaction().execute((trx) => t.server.services.quotes.markOptionUsed(trx, takenId)), 'USED');
     assert.equal(await t.server.services.quotes.expireOptions(), 0, 'nothing is due yet');
     const statusOf = async () => (await t.request('GET', `/v1/quotes/${created.body.id}`, { apiKey: a.apiKey })).body.options[0].status as string;
     assert.equal(await statusOf(), 'OPEN');
@@ -405,6 +409,13 @@ describe('quotes', () => {
     assert.equal(await statusOf(), 'EXPIRED');
     const mark = await t.server.db.kysely.transaction().execute((trx) => t.server.services.quotes.markOptionUsed(trx, optionId));
     assert.equal(mark, 'EXPIRED');
+    // The job only expires OPEN options.
+    assert.ok(Date.now() > Date.parse(taken.body.options[0].expiresAt));
+    await t.server.services.quotes.expireOptions();
+    const takenRow = await t.server.db.kysely.selectFrom('quote_options').select('status').where('id', '=', takenId).executeTakeFirstOrThrow();
+    assert.equal(takenRow.status, 'USED');
+    assert.equal((await optionForTransfer(takenId)).status, 'USED');
+    assert.equal((await t.request('GET', `/v1/quotes/${taken.body.id}`, { apiKey: a.apiKey })).body.options[0].status, 'USED');
   });
 });
 
