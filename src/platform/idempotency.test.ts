@@ -46,6 +46,19 @@ describe('idempotency store', () => {
     assert.deepEqual([reportAgain.replayed, reportAgain.status, reportAgain.body], [true, 202, { kind: 'report' }]);
   });
 
+  test('a key is scoped to its organization: two organizations using the same key each replay their own response', async () => {
+    const store = t.server.services.idempotency;
+    const otherOrgId = (await t.newOrganization()).organizationId;
+    const mine = { ...scope('k-both-orgs', { who: 'mine' }) };
+    const theirs = { ...scope('k-both-orgs', { who: 'theirs' }), organizationId: otherOrgId };
+    assert.equal((await store.run(mine, async () => ({ status: 201, body: { who: 'mine' } }))).replayed, false);
+    assert.equal((await store.run(theirs, async () => ({ status: 201, body: { who: 'theirs' } }))).replayed, false, 'not idempotency_key_reused');
+    for (const [s, who] of [[mine, 'mine'], [theirs, 'theirs']] as const) {
+      const replay = await store.run(s, async () => ({ status: 500, body: { who: 'not run' } }));
+      assert.deepEqual([replay.replayed, replay.body], [true, { who }]);
+    }
+  });
+
   test('the Idempotency-Key header: missing is 400 idempotency_key_required; over 255 characters or not printable ASCII is 400 invalid_idempotency_key', () => {
     for (const missing of [undefined, '', []]) assert.throws(() => requireIdempotencyKey(missing), { statusCode: 400, code: 'idempotency_key_required' });
     for (const bad of ['k'.repeat(256), 'has space', 'tab\there', 'caf\u00e9']) assert.throws(() => requireIdempotencyKey(bad), { statusCode: 400, code: 'invalid_idempotency_key' }, bad);
