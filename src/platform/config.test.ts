@@ -18,6 +18,43 @@ test('with nothing set: sandbox on https://127.0.0.1:8443, embedded database in 
   assert.equal(publicBaseUrl(config), 'https://127.0.0.1:8443');
 });
 
+test('documented defaults: quote options live 300 s, idempotency keys 24 h, bodies up to 1 MiB, rails refresh every 30 s', () => {
+  const config = loadConfig({});
+  assert.equal(config.quoteTtlSeconds, 300);
+  assert.equal(config.idempotencyTtlHours, 24);
+  assert.equal(config.bodyLimitBytes, 1024 * 1024);
+  assert.equal(config.railsRefreshSeconds, 30);
+  assert.equal(config.sandboxSpeed, 1);
+  assert.equal(loadConfig({ CORRIDOR_QUOTE_TTL_SECONDS: '45' }).quoteTtlSeconds, 45);
+});
+
+test('numbers outside their range are refused at either end, never clamped', () => {
+  const problem = (env: Record<string, string>) => {
+    try {
+      loadConfig(env);
+    } catch (err) {
+      assert.ok(err instanceof ConfigError);
+      return err.problems;
+    }
+    return assert.fail(`${JSON.stringify(env)} should have been refused`);
+  };
+  assert.deepEqual(problem({ CORRIDOR_PORT: '65536' }), ['CORRIDOR_PORT: must be a whole number from 0 to 65535 (got "65536")']);
+  assert.deepEqual(problem({ CORRIDOR_QUOTE_TTL_SECONDS: '9' }), ['CORRIDOR_QUOTE_TTL_SECONDS: must be a whole number from 10 to 86400 (got "9")']);
+  assert.deepEqual(problem({ CORRIDOR_QUOTE_TTL_SECONDS: '86401' }), ['CORRIDOR_QUOTE_TTL_SECONDS: must be a whole number from 10 to 86400 (got "86401")']);
+  assert.deepEqual(problem({ CORRIDOR_IDEMPOTENCY_TTL_HOURS: '23' }), ['CORRIDOR_IDEMPOTENCY_TTL_HOURS: must be a whole number from 24 to 2160 (got "23")']);
+  // The sandbox pace must be positive: 0 would stop every simulated provider.
+  for (const speed of ['0', '0.0', '-1', 'fast']) assert.deepEqual(problem({ CORRIDOR_SANDBOX_SPEED: speed }), [`CORRIDOR_SANDBOX_SPEED: must be a positive number (got ${JSON.stringify(speed)})`]);
+  assert.equal(loadConfig({ CORRIDOR_SANDBOX_SPEED: '0.5' }).sandboxSpeed, 0.5);
+  assert.equal(loadConfig({ CORRIDOR_PORT: '65535' }).port, 65535);
+});
+
+test('a trusted proxy range needs a numeric prefix length', () => {
+  assert.deepEqual(loadConfig({ CORRIDOR_TRUSTED_PROXIES: '10.0.0.0/8, 192.168.1.10, ::1' }).trustedProxies, ['10.0.0.0/8', '192.168.1.10', '::1']);
+  for (const entry of ['10.0.0.0/abc', '10.0.0.0/', '10.0.0.0/1234']) {
+    assert.throws(() => loadConfig({ CORRIDOR_TRUSTED_PROXIES: entry }), (err: ConfigError) => err.problems[0]!.startsWith(`CORRIDOR_TRUSTED_PROXIES: "${entry}" has a bad prefix length`));
+  }
+});
+
 test('production closes sign-up by default; an explicit value wins', () => {
   assert.equal(loadConfig({ CORRIDOR_ENV: 'production' }).signup, 'closed');
   assert.equal(loadConfig({ CORRIDOR_ENV: 'production', CORRIDOR_SIGNUP: 'open' }).signup, 'open');

@@ -1,7 +1,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { IdempotencyStore, requestFingerprint } from './idempotency.ts';
+import { IdempotencyStore, requestFingerprint, requireIdempotencyKey } from './idempotency.ts';
 import { startTestServer } from '../../test/helpers/server.ts';
 import type { TestServer } from '../../test/helpers/server.ts';
 
@@ -33,6 +33,38 @@ describe('idempotency store', () => {
     const store = t.server.services.idempotency;
     await store.run(scope('k2', { a: 1 }), async () => ({ status: 201, body: { ok: true } }));
     await assert.rejects(store.run(scope('k2', { a: 2 }), async () => ({ status: 201, body: { ok: true } })), { code: 'idempotency_key_reused', statusCode: 409 });
+  });
+
+  test('a key is scoped to its operation: the same key on two endpoints keeps two responses', async () => {
+    const store = t.server.services.idempotency;
+    const transfer = await store.run({ ...scope('k-shared', { a: 1 }), operation: 'POST /v1/transfers' }, async () => ({ status: 201, body: { kind: 'transfer' } }));
+    const report = await store.run({ ...scope('k-shared', { a: 1 }), operation: 'POST /v1/reports' }, async () => ({ status: 202, body: { kind: 'report' } }));
+    assert.deepEqual([transfer.replayed, report.replayed], [false, false], 'the second operation runs its own work');
+    const again = await store.run({ ...scope('k-shared', { a: 1 }), operation: 'POST /v1/transfers' }, async () => ({ status: 500, body: { kind: 'not run' } }));
+    assert.deepEqual([again.replayed, again.status, again.body], [true, 201, { kind: 'transfer' }]);
+    const reportAgain = await store.run({ ...scope('k-shared', { a: 1 }), operation: 'POST /v1/reports' }, async () => ({ status: 500, body: { kind: 'not run' } }));
+    assert.deepEqual([reportAgain.replayed, reportAgain.status, reportAgain.body], [true, 202, { kind: 'report' }]);
+  });
+
+  test('a key is scoped to its organization: two organizations using the same key each replay their own response', async () => {
+    const store = t.server.services.idempotency;
+    const otherOrgId = (await t.newOrganization()).organizationId;
+    const mine = { ...scope('k-both-orgs', { who: 'mine' }) };
+    const theirs = { ...scope('k-both-orgs', { who: 'theirs' }), organizationId: otherOrgId };
+    assert.equal((await store.run(mine, async () => ({ status: 201, body: { who: 'mine' } }))).replayed, false);
+    assert.equal((await store.run(theirs, async () => ({ status: 201, body: { who: 'theirs' } }))).replayed, false, 'not idempotency_key_reused');
+    for (const [s, who] of [[mine, 'mine'], [theirs, 'theirs']] as const) {
+      const replay = await store.run(s, async () => ({ status: 500, body: { who: 'not run' } }));
+      assert.deepEqual([replay.replayed, replay.body], [true, { who }]);
+    }
+  });
+
+  test('the Idempotency-Key header: missing is 400 idempotency_key_required; over 255 characters or not printable ASCII is 400 invalid_idempotency_key', () => {
+    for (const missing of [undefined, '', []]) assert.throws(() => requireIdempotencyKey(missing), { statusCode: 400, code: 'idempotency_key_required' });
+    for (const bad of ['k'.repeat(256), 'has space', 'tab\there', 'caf\u00e9']) assert.throws(() => requireIdempotencyKey(bad), { statusCode: 400, code: 'invalid_idempotency_key' }, bad);
+    assert.equal(requireIdempotencyKey('k'.repeat(255)), 'k'.repeat(255));
+    assert.equal(requireIdempotencyKey(['first', 'second']), 'first');
+    assert.equal(requireIdempotencyKey('order-42:retry~1'), 'order-42:retry~1');
   });
 
   test('failed work releases the key, so a corrected retry runs', async () => {

@@ -36,12 +36,30 @@ test('a client amount may not have more fraction digits than its asset, not even
   assert.throws(() => parseClientAmount('1e3', 'USD'), /not a decimal amount/);
 });
 
+test('negative amounts keep their sign through parsing, formatting and rates', () => {
+  assert.equal(toMinor('-5.25', 'USD'), -525n);
+  assert.equal(fromMinor(-525n, 'USD'), '-5.25');
+  assert.equal(fromMinor(-5n, 'USD'), '-0.05');
+  assert.equal(normalize('-7', 'JPY'), '-7');
+  // A negative rate or amount converts to a negative amount; DOWN goes toward minus infinity.
+  assert.equal(convert(-100n, 'USD', 'EUR', '0.333', 'DOWN'), -34n);
+  assert.equal(convert(100n, 'USD', 'EUR', '-0.5', 'DOWN'), -50n);
+});
+
 test('rounding rules are explicit', () => {
   assert.equal(divide(5n, 2n, 'DOWN'), 2n);
   assert.equal(divide(5n, 2n, 'UP'), 3n);
   assert.equal(divide(5n, 2n, 'HALF_EVEN'), 2n);
   assert.equal(divide(7n, 2n, 'HALF_EVEN'), 4n);
   assert.equal(divide(-5n, 2n, 'DOWN'), -3n);
+  // UP is toward plus infinity, DOWN toward minus infinity, for either sign of the denominator.
+  assert.equal(divide(-5n, 2n, 'UP'), -2n);
+  assert.equal(divide(5n, -2n, 'UP'), -2n);
+  assert.equal(divide(5n, -2n, 'DOWN'), -3n);
+  assert.equal(divide(-5n, -2n, 'UP'), 3n);
+  assert.equal(divide(-7n, 2n, 'HALF_EVEN'), -4n);
+  assert.equal(divide(-5n, 2n, 'HALF_EVEN'), -2n);
+  assert.equal(divide(6n, -3n, 'UP'), -2n);
 });
 
 test('conversion at a decimal rate is exact and inverse-consistent', () => {

@@ -9,7 +9,9 @@ import type { TestServer } from '../../test/helpers/server.ts';
 import { operatorToken } from '../../test/helpers/ops.ts';
 import { loadConfig } from '../platform/config.ts';
 import { createServer } from '../server.ts';
+import { createLogger } from '../platform/logger.ts';
 import { DEFAULT_PROVIDER_FILES, ProviderConfigError, loadEnvironmentProviders, loadProviderFile } from './configuration.ts';
+import { ProviderRegistry } from './service.ts';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'corridor-providers-'));
 const writeFile = (name: string, data: unknown) => {
@@ -151,6 +153,19 @@ describe('providers', () => {
     assert.equal(empty.status, 422);
   });
 
+  test('a provider whose adapter is not built in can only be set DOWN: 409 provider_not_integrated otherwise', async () => {
+    const production = loadProviderFile(DEFAULT_PROVIDER_FILES.production, 'production', {});
+    const registry = new ProviderRegistry({ db: t.server.db.kysely, file: production, log: createLogger('silent'), processEnv: {} });
+    const id = production.providers[0]!.id;
+    for (const status of ['ACTIVE', 'DEGRADED'] as const) {
+      await assert.rejects(registry.setStatus(id, status, { userId: null }), { statusCode: 409, code: 'provider_not_integrated' });
+      assert.equal(registry.availabilityOf(id), 'DOWN');
+    }
+    const down = await registry.setStatus(id, 'DOWN', { userId: null, reason: 'still no adapter' });
+    assert.deepEqual([down.status, down.integrated, down.overridden], ['DOWN', false, true]);
+    assert.equal((await registry.setStatus(id, null, { userId: null })).overridden, false);
+  });
+
   test('provider credentials never appear in rails, ops responses or logs', async () => {
     const secrets = sandboxCredentials();
     assert.ok(secrets.length >= 10);
@@ -254,6 +269,28 @@ describe('providers', () => {
     assert.deepEqual(problems(writeFile('bps.json', { environment: 'sandbox', providers: [wholeAmount] })), [
       'providers.0.capabilities.0.fees.percentBps: must be <= 9999',
       'providers.0.capabilities.0.fees.fxSpreadBps: must be <= 9999',
+    ]);
+    // Names and capabilities must be unambiguous; a conversion needs two assets.
+    const usd = { type: 'FIAT', country: 'US', currency: 'USD', method: 'ACH' };
+    const noFees = { fixed: '0', percentBps: 0, fxSpreadBps: 0 };
+    const ambiguous = [
+      { ...simulatorInProduction, id: 'sim-a', displayName: 'Same Name', capabilities: [{ kind: 'PAYOUT', rail: usd, fees: noFees, etaSeconds: 1 }, { kind: 'PAYOUT', rail: usd, fees: noFees, etaSeconds: 2 }] },
+      {
+        ...simulatorInProduction,
+        id: 'sim-b',
+        displayName: 'Same Name',
+        capabilities: [
+          { kind: 'CONVERSION', from: 'USD', to: 'USD', fees: noFees, etaSeconds: 1 },
+          { kind: 'CONVERSION', from: 'USD', to: 'EUR', fees: noFees, etaSeconds: 1 },
+          { kind: 'CONVERSION', from: 'USD', to: 'EUR', fees: noFees, etaSeconds: 5 },
+        ],
+      },
+    ];
+    assert.deepEqual(problems(writeFile('ambiguous.json', { environment: 'sandbox', providers: ambiguous })), [
+      'providers.0.capabilities.1: PAYOUT on FIAT:US:USD:ACH is listed twice',
+      'providers.1.displayName: "Same Name" is used by an earlier provider',
+      'providers.1.capabilities.0: a conversion needs two different assets',
+      'providers.1.capabilities.2: USD→EUR is listed twice',
     ]);
     assert.match(problems(path.join(tmp, 'missing.json'))[0]!, /^cannot read the provider file \(ENOENT\)$/);
     assert.match(problems(writeFile('broken.json', '{"environment": "sandbox",'))[0]!, /^not valid JSON/);

@@ -57,6 +57,17 @@ describe('quote pricing (exact, minor units)', () => {
     }
   });
 
+  test('totalFee converts each fee back at the mid rate, not at the provider\'s rate after its spread', () => {
+    // Mid 0.5 EUR per USD, applied at 0.4 (a wide spread); the payout charges 1.00 EUR.
+    const legs = [collect('USD', fees('0')), convertLeg('USD', 'EUR', '0.5', '0.4'), payout('EUR', fees('1.00'))];
+    const p = priced(priceForward(legs, toMinor('100.00', 'USD')));
+    // 100.00 USD × 0.4 = 40.00 EUR; − 1.00 = 39.00 EUR.
+    assert.equal(fromMinor(p.toAmount, 'EUR'), '39.00');
+    // The spread is inside the rate, not a fee: 1.00 EUR ÷ 0.5 = 2.00 USD (÷ 0.4 would say 2.50).
+    assert.equal(fromMinor(p.totalFee, 'USD'), '2.00');
+    assert.deepEqual(p.fees, [{ type: 'PAYOUT_FEE', amount: '1.00', currency: 'EUR', legPosition: 3 }]);
+  });
+
   test('fees round UP and conversions round DOWN', () => {
     // 25 bps of 100.01 = 0.250025 → 0.26 (UP), plus the fixed 0.10.
     assert.equal(legFee(toMinor('100.01', 'USD'), fees('0.10', 25), 'USD'), toMinor('0.36', 'USD'));
@@ -117,6 +128,8 @@ describe('quote pricing (exact, minor units)', () => {
   test('option rate is toAmount ÷ fromAmount, exact or cut down to 12 significant digits', () => {
     assert.equal(optionRate(10_000n, 'USD', 9_129n, 'EUR'), '0.9129');
     assert.equal(optionRate(300n, 'USD', 100n, 'USD'), '0.333333333333');
+    // Cut DOWN, never rounded to nearest: 2 ÷ 3 is not 0.666666666667.
+    assert.equal(optionRate(300n, 'USD', 200n, 'USD'), '0.666666666666');
     assert.equal(optionRate(10_000n, 'USD', 104_076n, 'BTC'), '0.0000104076');
     assert.equal(optionRate(100n, 'USD', 15_412_525n, 'NGN'), '154125.25');
   });
@@ -158,6 +171,13 @@ describe('path search', () => {
     assert.deepEqual(down.gaps, [{ code: 'no_active_provider', stage: 'PAYOUT', rail: sepa }]);
     const noConversion = searchPaths(ach, sepa, [provider('ach', 'ACTIVE', [rail('COLLECTION', ach)]), provider('sepa', 'ACTIVE', [rail('PAYOUT', sepa)])]);
     assert.deepEqual(noConversion.gaps, [{ code: 'no_conversion_path', fromAsset: 'USD', toAsset: 'EUR' }]);
+    // Every converter of the pair DOWN is no_active_provider too, whether the pair is direct or a bridge.
+    const payers = [provider('ach', 'ACTIVE', [rail('COLLECTION', ach)]), provider('sepa', 'ACTIVE', [rail('PAYOUT', sepa)])];
+    const conversionDown = { code: 'no_active_provider', stage: 'CONVERSION', fromAsset: 'USD', toAsset: 'EUR' };
+    const directDown = searchPaths(ach, sepa, [...payers, provider('fx', 'DOWN', [conv('USD', 'EUR')])]);
+    assert.deepEqual([directDown.paths, directDown.gaps], [[], [conversionDown]]);
+    const bridgeDown = searchPaths(ach, sepa, [...payers, provider('on', 'ACTIVE', [conv('USD', 'USDC')]), provider('off', 'DOWN', [conv('USDC', 'EUR')])]);
+    assert.deepEqual([bridgeDown.paths, bridgeDown.gaps], [[], [conversionDown]]);
     const sameAsset = searchPaths(ach, ach, [provider('ach', 'ACTIVE', [rail('COLLECTION', ach), rail('PAYOUT', ach)])]);
     assert.equal(sameAsset.paths.length, 1);
     assert.deepEqual(sameAsset.paths[0]!.map((l) => l.kind), ['COLLECTION', 'PAYOUT']);

@@ -1,5 +1,8 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { startTestServer } from '../../test/helpers/server.ts';
 import type { TestOrganization, TestServer } from '../../test/helpers/server.ts';
 import { convert, toMinor } from '../platform/money.ts';
@@ -217,6 +220,18 @@ describe('quotes', () => {
     }
   });
 
+  test('an amount every path’s fees would swallow gives no option and an amount_below_fees advisory', async () => {
+    // USD ACH → USD WIRE charges 0.25 + 15.00 USD: 10.00 cannot pay for it.
+    const res = await quote({ from: ACH, to: WIRE, amount: '10.00' });
+    assert.equal(res.status, 201, res.text);
+    assert.deepEqual(res.body.options, []);
+    assert.deepEqual(res.body.advisories.map((x: { code: string; severity: string }) => [x.code, x.severity]), [['amount_below_fees', 'WARNING']]);
+    // Enough to cover the fees gets its option and no such advisory.
+    const enough = await quote({ from: ACH, to: WIRE, amount: '15.26' });
+    assert.equal(enough.body.options[0].toAmount, '0.01');
+    assert.deepEqual(enough.body.advisories, []);
+  });
+
   test('a rail the directory does not have is 422 unsupported_route', async () => {
     for (const [from, to] of [
       [{ type: 'FIAT', country: 'US', currency: 'USD', method: 'SEPA' }, SEPA_DE],
@@ -305,6 +320,19 @@ describe('quotes', () => {
     const walletToFiat = await quote({ from: ACH, to: SEPA_DE, amount: '100.00', destinationCryptoWalletId: wallet.body.id });
     assert.equal(walletToFiat.status, 422);
     assert.equal(walletToFiat.body.code, 'destination_mismatch');
+    const walletOfOtherEntity = await quote({ entityId: otherEntityA, from: ACH, to: POLYGON_USDC, amount: '100.00', destinationCryptoWalletId: wallet.body.id });
+    assert.equal(walletOfOtherEntity.status, 422, walletOfOtherEntity.text);
+    assert.equal(walletOfOtherEntity.body.code, 'destination_mismatch');
+
+    // Once the account is edited, a new quote binds its new version (the old quote keeps the old one).
+    const edited = await t.request('PATCH', `/v1/fiat-accounts/${accountId}`, { apiKey: a.apiKey, body: { details: { iban: 'DE02120300000000202051' } } });
+    assert.equal(edited.status, 200, edited.text);
+    assert.equal(edited.body.version, 2);
+    const rebound = await quote({ from: ACH, to: SEPA_DE, amount: '100.00', destinationFiatAccountId: accountId });
+    assert.equal(rebound.status, 201, rebound.text);
+    assert.deepEqual(rebound.body.destination, { type: 'FIAT_ACCOUNT', id: accountId, version: 2 });
+    assert.deepEqual((await optionForTransfer(rebound.body.options[0].id)).destination, { type: 'FIAT_ACCOUNT', id: accountId, version: 2 });
+    assert.deepEqual((await optionForTransfer(bound.body.options[0].id)).destination, { type: 'FIAT_ACCOUNT', id: accountId, version: 1 });
   });
 
   test('GET /v1/quotes/:id returns the stored quote to its organization only', async () => {
@@ -361,6 +389,10 @@ describe('quotes', () => {
     const created = await quote({ from: ACH, to: WIRE, amount: '30.00' });
     const optionId = created.body.options[0].id as string;
     const expiresAt = Date.parse(created.body.options[0].expiresAt);
+    // Another option a transfer took before it expired: it stays USED, whatever the job does.
+    const taken = await quote({ from: ACH, to: WIRE, amount: '31.00' });
+    const takenId = taken.body.options[0].id as string;
+    assert.equal(await t.server.db.kysely.transaction().execute((trx) => t.server.services.quotes.markOptionUsed(trx, takenId)), 'USED');
     assert.equal(await t.server.services.quotes.expireOptions(), 0, 'nothing is due yet');
     const statusOf = async () => (await t.request('GET', `/v1/quotes/${created.body.id}`, { apiKey: a.apiKey })).body.options[0].status as string;
     assert.equal(await statusOf(), 'OPEN');
@@ -377,5 +409,85 @@ describe('quotes', () => {
     assert.equal(await statusOf(), 'EXPIRED');
     const mark = await t.server.db.kysely.transaction().execute((trx) => t.server.services.quotes.markOptionUsed(trx, optionId));
     assert.equal(mark, 'EXPIRED');
+    // The job only expires OPEN options.
+    assert.ok(Date.now() > Date.parse(taken.body.options[0].expiresAt));
+    await t.server.services.quotes.expireOptions();
+    const takenRow = await t.server.db.kysely.selectFrom('quote_options').select('status').where('id', '=', takenId).executeTakeFirstOrThrow();
+    assert.equal(takenRow.status, 'USED');
+    assert.equal((await optionForTransfer(takenId)).status, 'USED');
+    assert.equal((await t.request('GET', `/v1/quotes/${taken.body.id}`, { apiKey: a.apiKey })).body.options[0].status, 'USED');
+  });
+});
+
+// A small network of its own, to pin the ranking tie-breaks and the advisories the sandbox
+// network cannot show: equal amounts that differ only by ETA, a DEGRADED provider priced but not
+// among the options kept, and a rail nobody collects on.
+describe('quotes on a network of its own', () => {
+  let t: TestServer;
+  let org: TestOrganization;
+  let entity: string;
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'corridor-quotes-'));
+  const noFees = { fixed: '0', percentBps: 0, fxSpreadBps: 0 };
+  const provider = (id: string, availability: string, capabilities: unknown[]) => ({ id, displayName: `Net ${id}`, adapter: 'simulator', availability, credentials: {}, capabilities });
+  const rail = (kind: string, r: Record<string, string>, fixed: string, etaSeconds: number) => ({ kind, rail: r, fees: { ...noFees, fixed }, etaSeconds });
+
+  before(async () => {
+    const file = path.join(tmp, 'providers.json');
+    fs.writeFileSync(
+      file,
+      JSON.stringify({
+        environment: 'sandbox',
+        providers: [
+          provider('collect-good', 'ACTIVE', [rail('COLLECTION', ACH, '0.00', 100)]),
+          // Fast but dear: every path through it delivers less than the five kept.
+          provider('collect-slow-lane', 'DEGRADED', [rail('COLLECTION', ACH, '5.00', 1)]),
+          // The same fee on every payout; the later the id, the faster the payout.
+          ...[500, 400, 300, 200, 100].map((eta, i) => provider(`pay-${i + 1}`, 'ACTIVE', [rail('PAYOUT', WIRE, '1.00', eta)])),
+          // Pays out on SEPA, but nobody collects there and nobody converts EUR.
+          provider('sepa-payer', 'ACTIVE', [rail('PAYOUT', SEPA_DE, '0.00', 60)]),
+        ],
+      }),
+    );
+    t = await startTestServer({ CORRIDOR_PROVIDERS_FILE: file });
+    org = await t.newOrganization('Own network');
+    const created = await t.request('POST', '/v1/entities', { apiKey: org.apiKey, body: { type: 'INDIVIDUAL', firstName: 'Ada', lastName: 'Lovelace', country: 'US' } });
+    assert.equal(created.status, 201, created.text);
+    entity = created.body.id as string;
+  });
+  after(async () => {
+    await t?.close();
+    fs.rmSync(tmp, { recursive: true, force: true });
+  });
+
+  const quote = (body: Record<string, unknown>) => t.request('POST', '/v1/quotes', { apiKey: org.apiKey, body: { entityId: entity, ...body } });
+
+  test('equal amounts rank the shorter ETA first; a DEGRADED provider only in options cut off raises no warning', async () => {
+    const res = await quote({ from: ACH, to: WIRE, amount: '100.00' });
+    assert.equal(res.status, 201, res.text);
+    // Ten paths are priced; the five through the 5.00 USD collector deliver less and are cut.
+    assert.deepEqual(
+      res.body.options.map((o: { toAmount: string; eta: { seconds: number }; legs: Array<{ provider: string }> }) => [o.toAmount, o.eta.seconds, o.legs.map((l) => l.provider).join(' > ')]),
+      [
+        ['99.00', 200, 'Net collect-good > Net pay-5'],
+        ['99.00', 300, 'Net collect-good > Net pay-4'],
+        ['99.00', 400, 'Net collect-good > Net pay-3'],
+        ['99.00', 500, 'Net collect-good > Net pay-2'],
+        ['99.00', 600, 'Net collect-good > Net pay-1'],
+      ],
+    );
+    assert.deepEqual(res.body.advisories, [], 'the degraded collector serves none of the options offered');
+  });
+
+  test('a rail nobody collects on and a pair nobody converts are named as advisories, not errors', async () => {
+    const res = await quote({ from: SEPA_DE, to: WIRE, amount: '100.00' });
+    assert.equal(res.status, 201, res.text);
+    assert.deepEqual(res.body.options, []);
+    assert.deepEqual(
+      res.body.advisories.map((x: { code: string; severity: string; message: string }) => [x.code, x.severity, x.message]),
+      [
+        ['no_provider', 'WARNING', 'No provider collects funds on DE/EUR/SEPA'],
+        ['no_conversion_path', 'WARNING', 'No provider converts EUR to USD, directly or through one intermediate asset'],
+      ],
+    );
   });
 });

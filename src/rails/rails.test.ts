@@ -113,6 +113,19 @@ describe('rails', () => {
     await eventually(5, async () => (await rails('?activeOnly=true')).fiat.some((r) => fiatKey(r) === 'MX/MXN/SPEI'), 'MX/MXN/SPEI returning');
   });
 
+  test('activeOnly=true leaves out a crypto rail whose only provider is DOWN', async () => {
+    const down = await t.request('PATCH', '/v1/ops/providers/sim-bitcoin', { token: opsToken, body: { status: 'DOWN' } });
+    assert.equal(down.status, 200, down.text);
+    await t.server.services.rails.refresh();
+    const btc = (await rails()).crypto.find((r) => cryptoKey(r) === 'BITCOIN/BTC')!;
+    assert.deepEqual([btc.activeProviderCount, btc.providers], [0, [{ name: btc.providers[0]!.name, status: 'DOWN' }]]);
+    assert.deepEqual((await rails('?activeOnly=true')).crypto.map(cryptoKey).sort(), SANDBOX_CRYPTO.filter((k) => k !== 'BITCOIN/BTC').sort());
+    const restored = await t.request('PATCH', '/v1/ops/providers/sim-bitcoin', { token: opsToken, body: { status: null } });
+    assert.equal(restored.status, 200, restored.text);
+    await t.server.services.rails.refresh();
+    assert.ok((await rails('?activeOnly=true')).crypto.some((r) => cryptoKey(r) === 'BITCOIN/BTC'));
+  });
+
   test('a status change made by another process shows up within the refresh interval', async () => {
     // Another Corridor process writes the override; this one only learns of it by refreshing.
     await t.server.db.kysely

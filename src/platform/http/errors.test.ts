@@ -203,6 +203,23 @@ describe('validation', () => {
     }
   });
 
+  test('a page that ends the list has no nextCursor, even when it is exactly full', async () => {
+    const own = await t.newOrganization();
+    for (const name of ['a', 'b', 'c', 'd']) {
+      const res = await t.request('POST', '/v1/webhook-endpoints', { apiKey: own.apiKey, body: { url: `https://example.com/${name}`, eventTypes: ['transfer.status_changed'] } });
+      assert.equal(res.status, 201, res.text);
+    }
+    const whole = await t.request('GET', '/v1/webhook-endpoints?limit=4', { apiKey: own.apiKey });
+    assert.deepEqual([whole.body.data.length, whole.body.meta.total, whole.body.meta.nextCursor], [4, 4, null]);
+    const first = await t.request('GET', '/v1/webhook-endpoints?limit=2', { apiKey: own.apiKey });
+    assert.equal(first.body.data.length, 2);
+    assert.ok(first.body.meta.nextCursor, 'two more follow');
+    const second = await t.request('GET', `/v1/webhook-endpoints?limit=2&cursor=${first.body.meta.nextCursor}`, { apiKey: own.apiKey });
+    assert.equal(second.body.data.length, 2);
+    assert.equal(second.body.meta.nextCursor, null, 'no empty third page is announced');
+    assert.deepEqual([...first.body.data, ...second.body.data].map((w: { id: string }) => w.id), whole.body.data.map((w: { id: string }) => w.id));
+  });
+
   // Regression: a forged cursor whose id merely had 36 hex digits and dashes, or whose timestamp
   // JavaScript could parse but PostgreSQL could not, reached the database and answered 500.
   test('a forged cursor is 400 invalid_cursor on every list, never 500', async () => {
