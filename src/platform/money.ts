@@ -26,10 +26,6 @@ export function precisionOf(asset: string): number {
   return info.digits;
 }
 
-export function isKnownAsset(asset: string): boolean {
-  return asset in CRYPTO_PRECISION || Boolean(currencyCodes.code(asset));
-}
-
 /**
  * Parses a decimal string into minor units. More fraction digits than the asset allows is an
  * error, never a silent rounding.

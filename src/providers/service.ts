@@ -106,15 +106,6 @@ export class ProviderRegistry {
     );
   }
 
-  /** Providers converting `from` into `to`; activeOnly leaves out DOWN ones. */
-  convertersFor(from: string, to: string, options: { activeOnly?: boolean } = {}): ProviderAdapter[] {
-    return this.all().filter(
-      (p) =>
-        p.capabilities().some((c) => c.kind === 'CONVERSION' && c.from === from && c.to === to) &&
-        (!options.activeOnly || p.availability() !== 'DOWN'),
-    );
-  }
-
   /** Reloads operators' overrides, so a change made by another process takes effect here. */
   async refresh(): Promise<void> {
     const rows = await this.#status.all();
