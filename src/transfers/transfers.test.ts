@@ -7,6 +7,8 @@ import type { TestServer } from '../../test/helpers/server.ts';
 import { fromMinor, toMinor } from '../platform/money.ts';
 import {
   ACH,
+  ETHEREUM_USDC,
+  SEPA_DE,
   TERMINAL,
   assertHistoryConsistent,
   createTransfer,
@@ -175,6 +177,11 @@ describe('transfers', () => {
     const notTheirs = await createTransfer(t, { ...a, entityId: otherEntity }, unbound.body.options[0].id);
     assert.equal(notTheirs.status, 422);
     assert.equal(notTheirs.body.code, 'quote_entity_mismatch');
+    // The entity's option paid to a saved account of another entity of the organization.
+    const strangersAccount = await newFiatAccount(t, a.org, otherEntity);
+    const notItsAccount = await createTransfer(t, { ...a, fiatAccountId: strangersAccount }, unbound.body.options[0].id);
+    assert.equal(notItsAccount.status, 422, notItsAccount.text);
+    assert.equal(notItsAccount.body.code, 'destination_mismatch');
     const bound = await createTransfer(t, a, unbound.body.options[0].id);
     assert.equal(bound.status, 201, bound.text);
     assert.equal(bound.body.destination.id, a.fiatAccountId);
@@ -273,6 +280,25 @@ describe('transfers', () => {
     assert.equal(done.statusReason, 'payout_failed');
     assert.equal(done.legs.find((l: any) => l.kind === 'PAYOUT').status, 'FAILED');
     assert.equal(done.actual.feeTotal, '0.00', 'fees are given back when nothing was delivered');
+    await assertHistoryConsistent(t, done);
+  });
+
+  // The request amount is kept at the source asset's precision (USDC: 100.910000); its fraction
+  // still reads as .91.
+  test('magic amount .91 fails a USDC-funded transfer too', async () => {
+    const quote = await t.request('POST', '/v1/quotes', {
+      apiKey: a.org.apiKey,
+      body: { entityId: a.entityId, from: ETHEREUM_USDC, to: SEPA_DE, amount: '100.91', fixedSide: 'FROM', destinationFiatAccountId: a.fiatAccountId },
+    });
+    assert.equal(quote.status, 201, quote.text);
+    const created = await createTransfer(t, a, quote.body.options[0].id);
+    assert.equal(created.status, 201, created.text);
+    assert.equal(created.body.quoted.sourceAmount, '100.910000');
+    await driveToRest(t, a, created.body.id);
+    await fund(t, a, created.body.id);
+    const done = await driveToRest(t, a, created.body.id);
+    assert.equal(done.status, 'FAILED');
+    assert.equal(done.statusReason, 'payout_failed');
     await assertHistoryConsistent(t, done);
   });
 
