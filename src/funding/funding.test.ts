@@ -246,6 +246,23 @@ describe('funding', () => {
     assert.equal(session.status, 'COMPLETED');
   });
 
+  test('in review the answer is 409 transfer_in_review; once the transfer has ended after its funds arrived, transfer_already_funded', async () => {
+    const review = await readyTransfer(a, RAILS.ACH, '420.93');
+    await fund(t, a, review.id);
+    assert.equal((await driveToRest(t, a, review.id)).status, 'IN_REVIEW');
+    const inReview = await openSession(a, review.id);
+    assert.equal(inReview.status, 409, inReview.text);
+    assert.equal(inReview.body.code, 'transfer_in_review');
+    for (const [amount, status] of [['430.00', 'COMPLETED'], ['440.92', 'RETURNED'], ['450.94', 'REFUNDED']] as const) {
+      const tr = await readyTransfer(a, RAILS.ACH, amount);
+      await fund(t, a, tr.id);
+      assert.equal((await driveToRest(t, a, tr.id)).status, status);
+      const res = await openSession(a, tr.id);
+      assert.equal(res.status, 409, `${status}: ${res.text}`);
+      assert.equal(res.body.code, 'transfer_already_funded', status);
+    }
+  });
+
   test('a canceled transfer takes no session: 409 transfer_closed', async () => {
     const tr = await readyTransfer(a, RAILS.ACH, '410.00');
     const cancel = await t.request('POST', `/v1/transfers/${tr.id}/cancel`, { apiKey: a.org.apiKey });

@@ -1,10 +1,13 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { startTestServer } from '../../test/helpers/server.ts';
 import type { TestServer } from '../../test/helpers/server.ts';
-import { toMinor } from '../platform/money.ts';
-import { driveToRest, fund, getTransfer, newCustomer, newTransfer } from '../transfers/test-support.ts';
+import { fromMinor, toMinor } from '../platform/money.ts';
+import { createTransfer, driveToRest, fund, getTransfer, newCustomer, newTransfer, quoteOption } from '../transfers/test-support.ts';
 import type { Customer } from '../transfers/test-support.ts';
 import { PROGRESS_STAGES } from '../providers/adapter.ts';
 import { ACCOUNTS, UnbalancedEntryError } from './service.ts';
@@ -22,6 +25,10 @@ function prng(seed: number) {
     return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
   };
 }
+
+/** An entry's postings as sorted [account, currency, minor units] lines (times `sign`). */
+const lines = (entry: { postings: Array<{ account: string; currency: string; amount: string }> }, sign = 1n) =>
+  entry.postings.map((p) => [p.account, p.currency, sign * toMinor(p.amount, p.currency)] as const).sort((x, y) => `${x[0]}${x[1]}`.localeCompare(`${y[0]}${y[1]}`));
 
 type Path = 'COMPLETED' | 'FAILED' | 'RETURNED' | 'REFUNDED' | 'CANCELED' | 'REVIEW_APPROVED' | 'REVIEW_REJECTED';
 const PATHS: Path[] = ['COMPLETED', 'FAILED', 'RETURNED', 'REFUNDED', 'CANCELED', 'REVIEW_APPROVED', 'REVIEW_REJECTED'];
@@ -179,7 +186,18 @@ describe('ledger', () => {
         // Nothing delivered: fees reversed, and the customer got back everything that was held.
         for (const b of own) if (b.account === ACCOUNTS.FEE_REVENUE) assert.equal(b.balance, 0n, `${label}: fee kept`);
         assert.equal(of(ACCOUNTS.BENEFICIARY_EXTERNAL, final.destinationAsset), 0n, label);
-        assert.ok(entries.some((e) => e.kind === (final.status === 'REFUNDED' ? 'REFUND' : 'RETURN_TO_CUSTOMER')), label);
+        const giveBack = entries.find((e) => e.kind === (final.status === 'REFUNDED' ? 'REFUND' : 'RETURN_TO_CUSTOMER'));
+        assert.ok(giveBack, label);
+        // A payout handed to the rail comes back from it first: the customer is paid from what
+        // is held, never straight out of transit.
+        const sent = entries.find((e) => e.kind === 'PAYOUT_SENT');
+        if (final.status === 'RETURNED') assert.ok(sent, `${label}: a returned payout was in flight`);
+        if (sent) {
+          const returned = entries.find((e) => e.kind === 'PAYOUT_RETURNED');
+          assert.ok(returned, `${label}: the payout came back from the rail`);
+          assert.deepEqual(lines(returned), lines(sent, -1n), `${label}: what came back is what was sent`);
+        }
+        assert.ok(giveBack.postings.every((p) => p.account !== ACCOUNTS.PAYOUT_IN_TRANSIT), `${label}: ${giveBack.postings.map((p) => p.account).join(", ")}`);
       }
     }
   });
@@ -223,5 +241,65 @@ describe('ledger: a payout settled without being reported in flight', () => {
     assert.equal(delivered, toMinor(transfer.quoted.destinationAmount, transfer.destinationAsset));
     const kinds = (await t.server.services.ledger.entries(created.id)).map((e) => e.kind);
     assert.deepEqual(kinds.slice(-2), ['PAYOUT_SENT', 'PAYOUT_SETTLED']);
+  });
+});
+
+// The sandbox's conversions charge no fee of their own (their price is in the spread), so the
+// transfers above never post one. Here the FX provider charges one, as a real one may.
+describe('ledger: a conversion that charges its own fee', () => {
+  let t: TestServer;
+  let dir: string;
+  before(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'corridor-ledger-'));
+    const file = path.join(dir, 'providers.json');
+    const config = JSON.parse(fs.readFileSync(path.resolve(import.meta.dirname, '../../config/providers.sandbox.json'), 'utf8'));
+    for (const provider of config.providers) {
+      for (const c of provider.capabilities) if (c.kind === 'CONVERSION') c.fees = { ...c.fees, fixed: '1', percentBps: 25 };
+    }
+    fs.writeFileSync(file, JSON.stringify(config));
+    t = await startTestServer({ CORRIDOR_SANDBOX_SPEED: '0.01', CORRIDOR_PROVIDERS_FILE: file });
+  });
+  after(async () => {
+    await t?.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('the fee goes to FEE_REVENUE and only the rest is converted', async () => {
+    const c = await newCustomer(t, 'Conversion fee');
+    const { option, optionId } = await quoteOption(t, c, '800.00');
+    const created = await createTransfer(t, c, optionId);
+    assert.equal(created.status, 201, created.text);
+    await driveToRest(t, c, created.body.id);
+    await fund(t, c, created.body.id);
+    const done = await driveToRest(t, c, created.body.id);
+    assert.equal(done.status, 'COMPLETED');
+
+    const entries = await t.server.services.ledger.entries(done.id);
+    const conversions = done.legs.filter((l: any) => l.kind === 'CONVERSION');
+    assert.ok(conversions.length > 0, JSON.stringify(done.legs));
+    for (const conversion of conversions) {
+      const { fromAsset: from, toAsset: to } = conversion;
+      const fee = option.fees.find((f: any) => f.legPosition === conversion.position);
+      assert.ok(fee && toMinor(fee.amount, from) > 0n, JSON.stringify(option.fees));
+      const entry = entries.find((e) => e.entry_key === `${done.id}:CONVERSION:${conversion.position}`);
+      assert.ok(entry, `conversion leg ${conversion.position}`);
+      assert.deepEqual(
+        lines(entry),
+        lines({
+          postings: [
+            { account: ACCOUNTS.CUSTOMER_FUNDS_HELD, currency: from, amount: `-${conversion.quotedAmountIn}` },
+            { account: ACCOUNTS.FEE_REVENUE, currency: from, amount: fee.amount },
+            { account: ACCOUNTS.FX_CLEARING, currency: from, amount: fromMinor(toMinor(conversion.quotedAmountIn, from) - toMinor(fee.amount, from), from) },
+            { account: ACCOUNTS.FX_CLEARING, currency: to, amount: `-${conversion.quotedAmountOut}` },
+            { account: ACCOUNTS.CUSTOMER_FUNDS_HELD, currency: to, amount: conversion.quotedAmountOut },
+          ],
+        }),
+      );
+    }
+    // Every fee of the option is revenue, per currency, the conversions' included.
+    const own = await t.server.services.ledger.transferBalances(done.id);
+    const expected = new Map<string, bigint>();
+    for (const f of option.fees) expected.set(f.currency, (expected.get(f.currency) ?? 0n) + toMinor(f.amount, f.currency));
+    for (const [currency, amount] of expected) assert.equal(own.find((b) => b.account === ACCOUNTS.FEE_REVENUE && b.currency === currency)?.balance, amount, currency);
   });
 });

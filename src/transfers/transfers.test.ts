@@ -4,8 +4,11 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { startTestServer } from '../../test/helpers/server.ts';
 import type { TestServer } from '../../test/helpers/server.ts';
+import { fromMinor, toMinor } from '../platform/money.ts';
 import {
   ACH,
+  ETHEREUM_USDC,
+  SEPA_DE,
   TERMINAL,
   assertHistoryConsistent,
   createTransfer,
@@ -174,13 +177,21 @@ describe('transfers', () => {
     const notTheirs = await createTransfer(t, { ...a, entityId: otherEntity }, unbound.body.options[0].id);
     assert.equal(notTheirs.status, 422);
     assert.equal(notTheirs.body.code, 'quote_entity_mismatch');
+    // The entity's option paid to a saved account of another entity of the organization.
+    const strangersAccount = await newFiatAccount(t, a.org, otherEntity);
+    const notItsAccount = await createTransfer(t, { ...a, fiatAccountId: strangersAccount }, unbound.body.options[0].id);
+    assert.equal(notItsAccount.status, 422, notItsAccount.text);
+    assert.equal(notItsAccount.body.code, 'destination_mismatch');
     const bound = await createTransfer(t, a, unbound.body.options[0].id);
     assert.equal(bound.status, 201, bound.text);
     assert.equal(bound.body.destination.id, a.fiatAccountId);
   });
 
   test('COMPLETED: funded, every leg executed through its provider, actual amounts beside the quoted ones', async () => {
-    const created = await newTransfer(t, a, '1000.00');
+    const { optionId, option } = await quoteOption(t, a, '1000.00');
+    const res = await createTransfer(t, a, optionId);
+    assert.equal(res.status, 201, res.text);
+    const created = res.body;
     const ready = await waitFor(t, a, created.id, (tr) => tr.status === 'READY_TO_FUND');
     assert.equal(ready.blockingParty, 'CUSTOMER');
     assert.equal(ready.legs[0].status, 'PROCESSING');
@@ -198,9 +209,17 @@ describe('transfers', () => {
     assert.equal(done.actual.destinationAmount, done.quoted.destinationAmount);
     assert.equal(done.actual.feeTotal, done.quoted.feeTotal);
     for (const leg of done.legs) assert.equal(leg.actualAmountOut, leg.quotedAmountOut);
+    // What each provider was handed: the customer's whole payment to the collector, every later
+    // leg its quoted input net of its own fee.
+    for (const leg of done.legs) {
+      const fee = option.fees.find((f: any) => f.legPosition === leg.position);
+      const handed = leg.kind === 'COLLECTION' || !fee ? leg.quotedAmountIn : fromMinor(toMinor(leg.quotedAmountIn, leg.fromAsset) - toMinor(fee.amount, leg.fromAsset), leg.fromAsset);
+      assert.equal(leg.actualAmountIn, handed, `leg ${leg.position} (${leg.kind})`);
+    }
+    assert.ok(option.fees.some((f: any) => f.legPosition > 1), 'a leg after the collection charges a fee');
     assert.deepEqual(
-      done.timeline.filter((e: any) => e.type === 'STATUS').map((e: any) => e.status),
-      ['PENDING_SETUP', 'READY_TO_FUND', 'IN_PROGRESS', 'COMPLETED'],
+      done.timeline.filter((e: any) => e.type === 'STATUS').map((e: any) => [e.status, e.blockingParty]),
+      [['PENDING_SETUP', 'PROVIDER'], ['READY_TO_FUND', 'CUSTOMER'], ['IN_PROGRESS', 'PROVIDER'], ['COMPLETED', 'NONE']],
     );
     await assertHistoryConsistent(t, done);
   });
@@ -264,6 +283,25 @@ describe('transfers', () => {
     await assertHistoryConsistent(t, done);
   });
 
+  // The request amount is kept at the source asset's precision (USDC: 100.910000); its fraction
+  // still reads as .91.
+  test('magic amount .91 fails a USDC-funded transfer too', async () => {
+    const quote = await t.request('POST', '/v1/quotes', {
+      apiKey: a.org.apiKey,
+      body: { entityId: a.entityId, from: ETHEREUM_USDC, to: SEPA_DE, amount: '100.91', fixedSide: 'FROM', destinationFiatAccountId: a.fiatAccountId },
+    });
+    assert.equal(quote.status, 201, quote.text);
+    const created = await createTransfer(t, a, quote.body.options[0].id);
+    assert.equal(created.status, 201, created.text);
+    assert.equal(created.body.quoted.sourceAmount, '100.910000');
+    await driveToRest(t, a, created.body.id);
+    await fund(t, a, created.body.id);
+    const done = await driveToRest(t, a, created.body.id);
+    assert.equal(done.status, 'FAILED');
+    assert.equal(done.statusReason, 'payout_failed');
+    await assertHistoryConsistent(t, done);
+  });
+
   // Regression: the fund body is optional ({amount?}), but a POST with no body at all was 422.
   test('sandbox fund without any body funds the exact amount', async () => {
     const created = await newTransfer(t, a, '64.00');
@@ -295,6 +333,22 @@ describe('transfers', () => {
     assert.equal(late.body.code, 'transfer_not_cancelable');
   });
 
+  test('CANCELED from AWAITING_FUNDS: the open funding session expires with it and its instructions are gone', async () => {
+    const created = await newTransfer(t, a, '85.00');
+    await waitFor(t, a, created.id, (tr) => tr.status === 'READY_TO_FUND');
+    const session = await t.request('POST', `/v1/transfers/${created.id}/funding-session`, { apiKey: a.org.apiKey });
+    assert.equal(session.status, 201, session.text);
+    assert.equal((await getTransfer(t, a, created.id)).status, 'AWAITING_FUNDS');
+    const canceled = await t.request('POST', `/v1/transfers/${created.id}/cancel`, { apiKey: a.org.apiKey });
+    assert.equal(canceled.status, 200, canceled.text);
+    assert.equal(canceled.body.status, 'CANCELED');
+    assert.equal(canceled.body.awaitingFundsInstructions, undefined);
+    assert.deepEqual(canceled.body.timeline.at(-1).previousStatus, 'AWAITING_FUNDS');
+    const sessions = await t.server.db.kysely.selectFrom('funding_sessions').select('status').where('transfer_id', '=', created.id).execute();
+    assert.deepEqual(sessions.map((r: any) => r.status), ['EXPIRED'], 'no funds came: the session expired, it did not complete');
+    await assertHistoryConsistent(t, canceled.body);
+  });
+
   test('IN_REVIEW (.93) after funds: ops approval resumes to COMPLETED; rejection refunds', async () => {
     for (const decision of ['approve', 'reject'] as const) {
       const created = await newTransfer(t, a, '300.93');
@@ -305,13 +359,24 @@ describe('transfers', () => {
       assert.equal(review.blockingParty, 'SERVICE_OPS');
       const stuck = await t.request('POST', `/v1/sandbox/transfers/${created.id}/advance`, { apiKey: a.org.apiKey });
       assert.equal(stuck.status, 409);
+      // The funds are in: the customer can no longer cancel, whatever the review decides.
+      const cancel = await t.request('POST', `/v1/transfers/${created.id}/cancel`, { apiKey: a.org.apiKey });
+      assert.equal(cancel.status, 409, cancel.text);
+      assert.equal(cancel.body.code, 'transfer_not_cancelable');
 
       const notOps = await t.request('POST', `/v1/ops/transfers/${created.id}/${decision}`, { token: a.org.token, body: {} });
       assert.equal(notOps.status, 403);
-      const res = await t.request('POST', `/v1/ops/transfers/${created.id}/${decision}`, { token: opsToken, body: {} });
+      // The operator's reason is recorded when given; otherwise the decision's own.
+      const body = decision === 'approve' ? { reason: 'documents_checked' } : {};
+      const res = await t.request('POST', `/v1/ops/transfers/${created.id}/${decision}`, { token: opsToken, body });
       assert.equal(res.status, 200, res.text);
-      const done = decision === 'approve' ? await driveToRest(t, a, created.id) : await getTransfer(t, a, created.id);
+      const decided = res.body.timeline.find((e: any) => e.type === 'STATUS' && e.previousStatus === 'IN_REVIEW');
+      assert.deepEqual([decided.status, decided.reason], decision === 'approve' ? ['IN_PROGRESS', 'documents_checked'] : ['REFUNDED', 'rejected_by_operations']);
+      // An approved transfer resumes on the queue by itself, with nobody calling advance.
+      const done = decision === 'approve' ? await waitFor(t, a, created.id, (tr) => TERMINAL.includes(tr.status)) : await getTransfer(t, a, created.id);
       assert.equal(done.status, decision === 'approve' ? 'COMPLETED' : 'REFUNDED');
+      assert.equal(done.fundsReceivedAt, review.fundsReceivedAt, 'the funds arrived once, before the review');
+      assert.equal(done.actual.sourceAmount, review.actual.sourceAmount);
       assert.equal(done.timeline.filter((e: any) => e.status === 'IN_REVIEW' && e.type === 'STATUS').length, 1, 'reviewed once');
       await assertHistoryConsistent(t, done);
       const again = await t.request('POST', `/v1/ops/transfers/${created.id}/${decision}`, { token: opsToken, body: {} });
