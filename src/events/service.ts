@@ -77,9 +77,8 @@ export class EventService {
     this.#subscribers.push(subscriber);
   }
 
-  /** Appends an event inside the caller's transaction. The id is stable across every delivery. */
   /**
-   * Records an event in the caller's transaction. A change that keeps its own record of the moment
+   * Records an event in the caller's transaction; its id is stable across every delivery. A change that keeps its own record of the moment
    * (a transfer's timeline item) passes that record's id and time, so the event a receiver gets,
    * the timeline and the reports built from it name the change by one id and one instant.
    */
