@@ -57,6 +57,14 @@ describe('webhooks', () => {
     return res.body.data as Array<any>;
   }
 
+  /** The endpoint's deliveries, newest first, once the newest has succeeded. */
+  async function newestSucceeded(org: TestOrganization, endpointId: string, what: string) {
+    return waitFor(what, async () => {
+      const list = await deliveries(org, endpointId);
+      return list[0]?.status === 'SUCCEEDED' && list;
+    });
+  }
+
   async function endpointState(org: TestOrganization, endpointId: string) {
     const res = await t.request('GET', `/v1/webhook-endpoints/${endpointId}`, { apiKey: org.apiKey });
     assert.equal(res.status, 200, res.text);
@@ -98,10 +106,7 @@ describe('webhooks', () => {
     // A signature made with another secret does not verify: the check above is not vacuous.
     assert.throws(() => new Webhook(`whsec_${Buffer.alloc(32, 7).toString('base64')}`).verify(got.body, got.headers));
 
-    const [delivery] = await waitFor('the delivery to be recorded', async () => {
-      const list = await deliveries(org, ep.id);
-      return list[0]?.status === 'SUCCEEDED' && list;
-    });
+    const [delivery] = await newestSucceeded(org, ep.id, 'the delivery to be recorded');
     assert.equal(delivery.eventId, event.id);
     assert.equal(delivery.attemptCount, 1);
     assert.equal(delivery.attempts[0].statusCode, 200);
@@ -169,10 +174,7 @@ describe('webhooks', () => {
     // Every attempt is signed afresh and verifies.
     for (const req of r.received) new Webhook(ep.secret).verify(req.body, req.headers);
 
-    const [delivery] = await waitFor('the success to be recorded', async () => {
-      const list = await deliveries(org, ep.id);
-      return list[0]?.status === 'SUCCEEDED' && list;
-    });
+    const [delivery] = await newestSucceeded(org, ep.id, 'the success to be recorded');
     assert.equal(delivery.attemptCount, 3);
     assert.deepEqual(delivery.attempts.map((a: any) => [a.attemptNumber, a.statusCode, a.succeeded, a.trigger]), [
       [1, 500, false, 'AUTOMATIC'],
@@ -200,10 +202,7 @@ describe('webhooks', () => {
     const r = await receiver((req) => (req.n === 1 ? { status: 503, headers: { 'retry-after': '2' } } : { status: 200 }));
     const ep = await endpoint(org, r.url);
     await record(org);
-    const [delivery] = await waitFor('the retry to succeed', async () => {
-      const list = await deliveries(org, ep.id);
-      return list[0]?.status === 'SUCCEEDED' && list;
-    });
+    const [delivery] = await newestSucceeded(org, ep.id, 'the retry to succeed');
     const [a1, a2] = delivery.attempts;
     // The backoff alone would have retried after ~5 ms (scale 0.001); the receiver asked for 2 s.
     assert.ok(Date.parse(a2.startedAt) - Date.parse(a1.finishedAt) >= 1990, `retried after ${Date.parse(a2.startedAt) - Date.parse(a1.finishedAt)} ms`);
@@ -249,10 +248,7 @@ describe('webhooks', () => {
     assert.equal(enabled.body.disabledReason, null);
     const replay = await t.request('POST', `/v1/webhook-endpoints/${ep.id}/deliveries/${delivery.id}/replay`, { apiKey: org.apiKey });
     assert.equal(replay.status, 202, replay.text);
-    const [replayed] = await waitFor('the replay to succeed', async () => {
-      const list = await deliveries(org, ep.id);
-      return list[0]?.status === 'SUCCEEDED' && list;
-    });
+    const [replayed] = await newestSucceeded(org, ep.id, 'the replay to succeed');
     assert.deepEqual(replayed.attempts.map((a: any) => [a.attemptNumber, a.statusCode, a.trigger]), [
       [1, 410, 'AUTOMATIC'],
       [2, 200, 'MANUAL'],
@@ -302,10 +298,7 @@ describe('webhooks', () => {
     const r = await receiver();
     const ep = await endpoint(org, r.url);
     const event = await record(org);
-    const [delivery] = await waitFor('the delivery', async () => {
-      const list = await deliveries(org, ep.id);
-      return list[0]?.status === 'SUCCEEDED' && list;
-    });
+    const [delivery] = await newestSucceeded(org, ep.id, 'the delivery');
     const replay = await t.request('POST', `/v1/webhook-endpoints/${ep.id}/deliveries/${delivery.id}/replay`, { apiKey: org.apiKey });
     assert.equal(replay.status, 202, replay.text);
     assert.equal(replay.body.id, delivery.id);
@@ -382,10 +375,7 @@ describe('webhooks', () => {
     const r = await receiver();
     const ep = await endpoint(org, r.url);
     await record(org);
-    const [delivery] = await waitFor('the delivery', async () => {
-      const list = await deliveries(org, ep.id);
-      return list[0]?.status === 'SUCCEEDED' && list;
-    });
+    const [delivery] = await newestSucceeded(org, ep.id, 'the delivery');
     // The job of step 1 run a second time (its lease lapsed just as it finished, say).
     await t.server.services.webhooks.deliver({ deliveryId: delivery.id, step: 1 });
     assert.equal(r.received.length, 1);
@@ -501,10 +491,7 @@ describe('webhooks', () => {
     const r = await receiver();
     const ep = await endpoint(org, r.url);
     await record(org);
-    const [delivery] = await waitFor('the delivery', async () => {
-      const list = await deliveries(org, ep.id);
-      return list[0]?.status === 'SUCCEEDED' && list;
-    });
+    const [delivery] = await newestSucceeded(org, ep.id, 'the delivery');
     const db = t.server.db.kysely;
     const waitingOnALock = async () => {
       const { rows } = await sql<{ n: string }>`select count(*) as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`.execute(db);
@@ -600,10 +587,7 @@ describe('webhooks', () => {
     const r = await receiver();
     const ep = await endpoint(owner, r.url);
     const event = await record(owner);
-    const [delivery] = await waitFor('the delivery', async () => {
-      const list = await deliveries(owner, ep.id);
-      return list[0]?.status === 'SUCCEEDED' && list;
-    });
+    const [delivery] = await newestSucceeded(owner, ep.id, 'the delivery');
     const routes: Array<[string, string, unknown?]> = [
       ['GET', `/v1/webhook-endpoints/${ep.id}`],
       ['PATCH', `/v1/webhook-endpoints/${ep.id}`, { status: 'DISABLED' }],
