@@ -3,71 +3,22 @@
 // credentials, the data-dir lock and its takeover after a crash, and the plain listener.
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
-import type { ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Agent, request } from 'undici';
+import { childEnv, MAIN, ready, ROOT, start, stop } from './helpers/main-process.ts';
 
-const ROOT = path.resolve(import.meta.dirname, '..');
-const MAIN = path.join(ROOT, 'src/main.ts');
 const insecure = new Agent({ connect: { rejectUnauthorized: false } });
-const children: ChildProcess[] = [];
 const dirs: string[] = [];
 
 after(async () => {
-  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
   await insecure.close();
   for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
 });
-
-/** Environment for a child: only what a user would set, never the parent's CORRIDOR_* or DATABASE_URL. */
-function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('CORRIDOR_') && k !== 'DATABASE_URL' && !k.startsWith('NODE_TEST')) env[k] = v;
-  return { ...env, CORRIDOR_LOG_LEVEL: 'warn', ...extra };
-}
-
-interface Started {
-  child: ChildProcess;
-  stdout: () => string;
-  stderr: () => string;
-  exited: Promise<number | null>;
-}
-
-function start(env: Record<string, string>): Started {
-  const child = spawn(process.execPath, [MAIN], { cwd: ROOT, env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
-  children.push(child);
-  let out = '';
-  let err = '';
-  child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-  child.stderr.on('data', (c: Buffer) => (err += c.toString()));
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  return { child, stdout: () => out, stderr: () => err, exited };
-}
-
-/** Waits until the service printed its banner (bounded), or fails with what it printed. */
-async function ready(s: Started, timeoutMs = 180_000): Promise<{ base: string }> {
-  const deadline = Date.now() + timeoutMs;
-  let exitCode: number | null | undefined;
-  void s.exited.then((c) => (exitCode = c));
-  while (Date.now() < deadline) {
-    const m = s.stdout().match(/is listening on (https:\/\/[\d.]+:\d+)/);
-    // The banner is written in one piece; wait for its blank closing line.
-    if (m && s.stdout().endsWith('\n\n')) return { base: m[1]! };
-    if (exitCode !== undefined) throw new Error(`exited ${exitCode}\nstdout: ${s.stdout()}\nstderr: ${s.stderr()}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`not ready in time\nstdout: ${s.stdout()}\nstderr: ${s.stderr()}`);
-}
-
-async function stop(s: Started, signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> {
-  s.child.kill(signal);
-  return s.exited;
-}
 
 const tempDataDir = () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'corridor-main-'));

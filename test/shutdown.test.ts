@@ -3,8 +3,6 @@
 // Ctrl-C exits at once. A large artifact read by a paused client keeps a request running.
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
@@ -13,14 +11,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { startTestServer } from './helpers/server.ts';
 import { createReport, settledReport } from './helpers/reports.ts';
+import { ready, start } from './helpers/main-process.ts';
 
-const ROOT = path.resolve(import.meta.dirname, '..');
 const BIG = 256 * 1024 * 1024;
 const dirs: string[] = [];
-const children: ChildProcess[] = [];
 
 after(() => {
-  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
   for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
 });
 
@@ -78,25 +74,9 @@ test('close() ends a request whose client stopped reading once the drain period 
 
 test('a second SIGTERM during a shutdown that is still draining exits at once with code 1', { timeout: 300_000 }, async () => {
   const dataDir = path.join(tempDir(), 'data');
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('CORRIDOR_') && k !== 'DATABASE_URL' && !k.startsWith('NODE_TEST')) env[k] = v;
-  const child = spawn(process.execPath, [path.join(ROOT, 'src/main.ts')], {
-    cwd: ROOT,
-    env: { ...env, CORRIDOR_DATA_DIR: dataDir, CORRIDOR_PORT: '0', CORRIDOR_LOG_LEVEL: 'info', CORRIDOR_RATE_LIMIT_PER_MINUTE: '0' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.push(child);
-  let out = '';
-  let err = '';
-  child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-  child.stderr.on('data', (c: Buffer) => (err += c.toString()));
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  while (!/Try: curl .*\n/.test(out)) {
-    assert.equal(child.exitCode, null, `exited early\n${out}\n${err}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  const base = out.match(/is listening on (https:\/\/[\d.]+:\d+)/)![1]!;
-  const apiKey = out.match(/API key:\s+(\S+)/)![1]!;
+  const service = start({ CORRIDOR_DATA_DIR: dataDir, CORRIDOR_PORT: '0', CORRIDOR_LOG_LEVEL: 'info', CORRIDOR_RATE_LIMIT_PER_MINUTE: '0' });
+  const { base } = await ready(service);
+  const apiKey = service.stdout().match(/API key:\s+(\S+)/)![1]!;
   const insecure = new https.Agent({ rejectUnauthorized: false });
   const call = (method: string, url: string, body?: unknown) =>
     new Promise<any>((resolve, reject) => {
@@ -125,11 +105,11 @@ test('a second SIGTERM during a shutdown that is still draining exits at once wi
   assert.equal(res.statusCode, 200);
 
   // The first signal starts a shutdown that waits for the download; the second does not wait.
-  child.kill('SIGTERM');
-  while (!out.includes('"msg":"shutting down"')) await new Promise((r) => setTimeout(r, 20));
-  child.kill('SIGTERM');
-  assert.equal(await exited, 1);
-  assert.match(err, /SIGTERM again: exiting without waiting for the shutdown to finish/);
+  service.child.kill('SIGTERM');
+  while (!service.stdout().includes('"msg":"shutting down"')) await new Promise((r) => setTimeout(r, 20));
+  service.child.kill('SIGTERM');
+  assert.equal(await service.exited, 1);
+  assert.match(service.stderr(), /SIGTERM again: exiting without waiting for the shutdown to finish/);
   res.destroy();
   insecure.destroy();
 });
