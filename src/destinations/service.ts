@@ -14,6 +14,7 @@ import type { CurrentRow, DestinationKind, DestinationRow, VersionContent, Versi
 import { RailSchemaRegistry } from './rail-schemas.ts';
 import { MAX_VERSION } from './schemas.ts';
 import type { ChainSchema, FiatRailKey, FiatRailSchema } from './rail-schemas.ts';
+import { isUuid } from '../platform/ids.ts';
 
 export type { DestinationKind };
 export type Relationship = 'SELF' | 'THIRD_PARTY';
@@ -95,7 +96,6 @@ export interface DestinationSnapshot {
 
 type Page<T> = { data: T[]; meta: { total: number; nextCursor: string | null } };
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const MAX_EDIT_ATTEMPTS = 3;
 const NOUN: Record<DestinationKind, string> = { FIAT_ACCOUNT: 'Fiat account', CRYPTO_WALLET: 'Crypto wallet' };
 
@@ -314,13 +314,13 @@ export class DestinationService {
   }
 
   async #current(organizationId: string, kind: DestinationKind, id: string): Promise<CurrentRow> {
-    const row = UUID.test(id) ? await this.#repo.findCurrent(organizationId, kind, id) : undefined;
+    const row = isUuid(id) ? await this.#repo.findCurrent(organizationId, kind, id) : undefined;
     if (!row) throw notFound(NOUN[kind]);
     return row;
   }
 
   async #version(organizationId: string, kind: DestinationKind, id: string, version: number) {
-    const found = UUID.test(id) && Number.isInteger(version) ? await this.#repo.findVersion(organizationId, kind, id, version) : undefined;
+    const found = isUuid(id) && Number.isInteger(version) ? await this.#repo.findVersion(organizationId, kind, id, version) : undefined;
     if (!found) throw notFound(`${NOUN[kind]} version`);
     return found;
   }
@@ -334,7 +334,7 @@ export class DestinationService {
   }
 
   async #listVersions<T extends { version: number }>(organizationId: string, kind: DestinationKind, id: string, query: { limit: number; cursor?: string | undefined }, map: (d: DestinationRow, v: VersionRow) => T): Promise<Page<T>> {
-    const found = UUID.test(id) ? await this.#repo.listVersions(organizationId, kind, id, query.limit, afterVersion(query.cursor)) : undefined;
+    const found = isUuid(id) ? await this.#repo.listVersions(organizationId, kind, id, query.limit, afterVersion(query.cursor)) : undefined;
     if (!found) throw notFound(NOUN[kind]);
     const page = found.rows.slice(0, query.limit).map((v) => map(found.destination, v));
     const last = page[page.length - 1];

@@ -12,6 +12,7 @@ import { EntityRepository } from './repository.ts';
 import type { EntityFilter, EntityRow, EntityStatus, EntityType } from './repository.ts';
 import { SANDBOX_MAGIC_NAMES } from './schemas.ts';
 import type { CreateEntityInput } from './schemas.ts';
+import { isUuid } from '../platform/ids.ts';
 
 export type { EntityStatus, EntityType };
 
@@ -48,8 +49,6 @@ const STATUS_MOVES: Record<EntityStatus, readonly EntityStatus[]> = {
   ACTIVE: [],
   REJECTED: [],
 };
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 const toEntity = (row: EntityRow): Entity => ({
   id: row.id,
@@ -100,7 +99,7 @@ export class EntityService {
 
   /** The entity, or 404 not_found when it does not exist in this organization. */
   async get(organizationId: string, id: string): Promise<Entity> {
-    const row = UUID.test(id) ? await this.#repo.find(organizationId, id) : undefined;
+    const row = isUuid(id) ? await this.#repo.find(organizationId, id) : undefined;
     if (!row) throw notFound('Entity');
     return toEntity(row);
   }
@@ -140,7 +139,7 @@ export class EntityService {
   }
 
   async #decide(id: string, to: EntityStatus, reason: string | null, reviewerUserId: string | null) {
-    const row = UUID.test(id) ? await this.#repo.find(null, id) : undefined;
+    const row = isUuid(id) ? await this.#repo.find(null, id) : undefined;
     if (!row) throw notFound('Entity');
     if (!STATUS_MOVES[row.status].includes(to)) {
       throw new ApiError(409, 'invalid_status_transition', `Entity ${id} is ${row.status} and cannot become ${to}`);

@@ -14,6 +14,7 @@ import type { LegPricingInput, PricedFee, PricedPath } from './pricing.ts';
 import { QuoteRepository } from './repository.ts';
 import type { DestinationType, OptionStatus, OptionWithQuoteRow, QuoteOptionRow, QuoteRow } from './repository.ts';
 import type { Advisory, QuoteRequest } from './schemas.ts';
+import { isUuid } from '../platform/ids.ts';
 
 /** Options returned per quote. */
 export const MAX_OPTIONS = 5;
@@ -127,8 +128,6 @@ export interface QuoteServiceOptions {
   ttlSeconds: number;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 export const describeRail = (rail: Rail): string =>
   rail.type === 'FIAT' ? `${rail.country}/${rail.currency}/${rail.method}` : `${rail.asset} on ${rail.blockchain}`;
 
@@ -211,14 +210,14 @@ export class QuoteService {
 
   /** The stored quote; 404 not_found for an unknown id or another organization's. */
   async get(organizationId: string, id: string): Promise<QuoteView> {
-    const found = UUID.test(id) ? await this.#repo.find(organizationId, id) : null;
+    const found = isUuid(id) ? await this.#repo.find(organizationId, id) : null;
     if (!found) throw notFound('Quote');
     return toQuoteView(found.quote, found.options);
   }
 
   /** One option with its quote, for the transfer engine; 404 not_found for an unknown id or another organization's. */
   async getOptionForTransfer(organizationId: string, optionId: string, db?: Kysely<any> | Transaction<any>): Promise<QuoteOptionForTransfer> {
-    const row = UUID.test(optionId) ? await this.#repo.findOption(organizationId, optionId, db) : undefined;
+    const row = isUuid(optionId) ? await this.#repo.findOption(organizationId, optionId, db) : undefined;
     if (!row) throw notFound('Quote option');
     return toOptionForTransfer(row);
   }

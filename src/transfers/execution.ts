@@ -17,6 +17,7 @@ import { STEP_JOB } from './service.ts';
 import type { Actor, LegChange, TransferBody, TransferService } from './service.ts';
 import { isLegTerminal, legProgress } from './state-machine.ts';
 import type { TransferStatus } from './state-machine.ts';
+import { isUuid } from '../platform/ids.ts';
 
 export interface ProviderLookup {
   get(id: string): ProviderAdapter | undefined;
@@ -40,8 +41,6 @@ interface HandedLeg {
 }
 
 const asError = (err: unknown): Error => (err instanceof Error ? err : new Error(String(err)));
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Seconds between simulated steps at CORRIDOR_SANDBOX_SPEED=1. */
 export const BASE_STEP_SECONDS = 5;
@@ -424,7 +423,7 @@ export class TransferEngine {
   }
 
   async #review(transferId: string, actor: Actor, target: (t: TransferRow) => TransferStatus, reason: string): Promise<Transfer & { organizationId: string }> {
-    if (!UUID.test(transferId)) throw notFound('Transfer');
+    if (!isUuid(transferId)) throw notFound('Transfer');
     await this.#serial(transferId, () =>
       this.#db.transaction().execute(async (trx) => {
         const locked = await this.#repo.lock(trx, transferId);
@@ -438,7 +437,7 @@ export class TransferEngine {
   }
 
   async #owned(organizationId: string, transferId: string): Promise<TransferRow> {
-    const row = UUID.test(transferId) ? await this.#repo.find(transferId) : undefined;
+    const row = isUuid(transferId) ? await this.#repo.find(transferId) : undefined;
     if (!row || row.organization_id !== organizationId) throw notFound('Transfer');
     return row;
   }

@@ -24,6 +24,7 @@ import type { LegPatch, LegRow, NewLeg, NewTimelineRow, SandboxOutcome, Timeline
 import type { CreateTransferBody, OpsTransferListQuery, Transfer, TransferListQuery, TransferSummary } from './schemas.ts';
 import { CANCELABLE, LEG_MOVES, blockingPartyOf, firstStage, isLegTerminal, isTerminal, refuseMove } from './state-machine.ts';
 import type { TransferStatus } from './state-machine.ts';
+import { isUuid } from '../platform/ids.ts';
 
 /** A transfer for the API: the stored view as JSON text, or an object when it had to be built or completed. */
 export type TransferBody = Transfer | string;
@@ -31,7 +32,6 @@ export type TransferBody = Transfer | string;
 /** The job that moves a transfer one step (setup or execution); its handler is TransferEngine.step. */
 export const STEP_JOB = 'transfers.step';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const CREATE_OPERATION = 'POST /v1/transfers';
 
 // ---- What this service needs of its neighbours: their own types, narrowed to what is used. ----
@@ -115,7 +115,6 @@ function currentStage(legs: Array<Pick<LegRow, 'status' | 'progress_stage'>>): s
   const open = legs.find((l) => l.status !== 'COMPLETED');
   return (open ?? legs[legs.length - 1])?.progress_stage ?? null;
 }
-
 
 export class TransferService {
   readonly #db: Kysely<any>;
@@ -351,7 +350,7 @@ export class TransferService {
    * text (sent as is, not re-serialized) unless funding instructions have to join it.
    */
   async body(organizationId: string, id: string): Promise<TransferBody> {
-    const found = UUID.test(id) ? await this.#repo.view(organizationId, id) : undefined;
+    const found = isUuid(id) ? await this.#repo.view(organizationId, id) : undefined;
     if (!found) throw notFound('Transfer');
     const instructions = found.status === 'AWAITING_FUNDS' && this.#funding ? await this.#funding.activeInstructions(organizationId, id) : null;
     if (found.view && !instructions) return found.view;
@@ -379,7 +378,7 @@ export class TransferService {
 
   /** Any organization's transfer (operations staff, the engine); 404 not_found when unknown. */
   async getAny(id: string): Promise<Transfer & { organizationId: string }> {
-    const found = UUID.test(id) ? await this.#repo.view(null, id) : undefined;
+    const found = isUuid(id) ? await this.#repo.view(null, id) : undefined;
     if (!found) throw notFound('Transfer');
     const transfer = found.view ? (JSON.parse(found.view) as Transfer) : await this.#fromTables(null, id);
     return { ...transfer, organizationId: found.organization_id };
@@ -418,7 +417,7 @@ export class TransferService {
 
   /** What funding needs of a transfer; 404 not_found for another organization's. */
   async getForFunding(organizationId: string, transferId: string, db?: Kysely<any> | Transaction<any>): Promise<FundableTransfer> {
-    const row = UUID.test(transferId) ? await this.#repo.find(transferId, db as Transaction<any> | undefined) : undefined;
+    const row = isUuid(transferId) ? await this.#repo.find(transferId, db as Transaction<any> | undefined) : undefined;
     if (!row || row.organization_id !== organizationId) throw notFound('Transfer');
     const legs = await this.#repo.legs(transferId, db as Transaction<any> | undefined);
     const collection = legs.find((l) => l.kind === 'COLLECTION');
@@ -682,7 +681,7 @@ export class TransferService {
 
   /** POST /v1/transfers/{id}/cancel: allowed until the funds are received (409 otherwise). */
   async cancel(organizationId: string, id: string, actor: Actor): Promise<TransferBody> {
-    if (!UUID.test(id)) throw notFound('Transfer');
+    if (!isUuid(id)) throw notFound('Transfer');
     await this.#db.transaction().execute(async (trx) => {
       const locked = await this.#repo.lock(trx, id, organizationId);
       if (!locked) throw notFound('Transfer');

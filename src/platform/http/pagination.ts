@@ -1,6 +1,7 @@
 // Keyset pagination: the cursor names the last row seen by (createdAt, id), so pages stay stable
 // while rows are added, and no OFFSET scan grows with the page number.
 import { ApiError } from './errors.ts';
+import { isUuid } from '../ids.ts';
 
 export interface Cursor {
   createdAt: string;
@@ -22,8 +23,6 @@ function parseCursor(cursor: string): unknown {
   }
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 /** Exactly what encodeCursor writes: toISOString of a year 0001 to 9999, which the database reads back. */
 const isIssuedTimestamp = (text: string) => /^\d{4}-/.test(text) && !text.startsWith('0000-') && Number.isFinite(Date.parse(text)) && new Date(text).toISOString() === text;
 
@@ -32,7 +31,7 @@ export function decodeCursor(cursor: string | undefined): Cursor | null {
   const parsed = parseCursor(cursor);
   // Checked as strictly as the database will read them: a forged cursor that got past a looser
   // check reached PostgreSQL as an unreadable timestamp or uuid and answered 500.
-  if (Array.isArray(parsed) && parsed.length === 2 && typeof parsed[0] === 'string' && typeof parsed[1] === 'string' && isIssuedTimestamp(parsed[0]) && UUID.test(parsed[1])) {
+  if (Array.isArray(parsed) && parsed.length === 2 && typeof parsed[0] === 'string' && typeof parsed[1] === 'string' && isIssuedTimestamp(parsed[0]) && isUuid(parsed[1])) {
     return { createdAt: parsed[0], id: parsed[1] };
   }
   throw invalidCursor();

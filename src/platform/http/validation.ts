@@ -6,6 +6,7 @@ import addFormatsModule from 'ajv-formats';
 import type { FastifySchemaCompiler } from 'fastify';
 import { validationError } from './errors.ts';
 import type { FieldProblem } from './errors.ts';
+import { UUID_PATTERN } from '../ids.ts';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
 
@@ -19,7 +20,7 @@ function makeAjv(coerce: boolean): Ajv {
   });
   addFormats(ajv);
   // ajv-formats' uuid also takes a "urn:uuid:" prefix, which PostgreSQL's uuid type refuses.
-  ajv.addFormat('uuid', UUID);
+  ajv.addFormat('uuid', UUID_PATTERN);
   // RFC 3339 lets through instants the database cannot store or JavaScript cannot read: year 0000,
   // years past 9999 once the offset is applied, and leap seconds (23:59:60).
   const rfc3339 = ajv.formats['date-time'] as { validate: (text: string) => boolean; compare?: (a: string, b: string) => number | undefined };
@@ -27,7 +28,6 @@ function makeAjv(coerce: boolean): Ajv {
   return ajv;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const FIRST_STORABLE = Date.parse('0001-01-01T00:00:00.000Z');
 const LAST_STORABLE = Date.parse('9999-12-31T23:59:59.999Z');
 
