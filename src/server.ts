@@ -252,8 +252,9 @@ export async function createServer(config: Config, options: ServerOptions = {}):
             'money is a decimal string at the currency precision, never a number.',
           'Errors: every failure is {code, message} with no wrapper, plus details [{path, message}] for validation_error. Each operation ' +
             'lists, per status, the codes it can answer. Any path also answers 404 not_found when no route matches it, 405 ' +
-            'method_not_allowed (with Allow) for a known path called with another method, and 400 invalid_url for a path that is not ' +
-            'valid percent-encoded UTF-8.',
+            'method_not_allowed (with Allow) for a known path called with another method, 400 invalid_url for a path that is not ' +
+            'valid percent-encoded UTF-8, and 503 service_unavailable (with Connection: close) for a request that arrives on an ' +
+            'open connection while the server is shutting down: retry it.',
           'Bodies are JSON in UTF-8 (except the funding-proof upload). A POST without a body, or with an empty one labelled ' +
             'application/json, is read as {}: actions that take no fields work either way, and a route that needs fields names each ' +
             'missing one (422 validation_error).',

@@ -44,7 +44,9 @@ export async function createHttpApp(options: HttpOptions): Promise<{ app: App; m
       const incoming = req.headers['x-request-id'];
       return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
     },
-    return503OnClosing: true,
+    // Fastify's own answer to a request that arrives during shutdown is {error, message,
+    // statusCode}; the first onRequest hook below answers it as {code, message} instead.
+    return503OnClosing: false,
     // Errors Fastify raises before routing (a path that is not valid percent-encoding) skip the
     // error handler; without this they would answer Fastify's own body, not {code, message}.
     frameworkErrors: (error, _request, reply) => {
@@ -124,8 +126,19 @@ export async function createHttpApp(options: HttpOptions): Promise<{ app: App; m
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
   });
 
+  // A shutdown closes idle connections at once, but a request can still arrive on a connection
+  // that was busy: it is turned away (the client retries elsewhere or later) rather than started.
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+
   app.addHook('onRequest', async (request, reply) => {
     reply.header('X-Request-Id', request.id);
+    if (closing) {
+      reply.header('Connection', 'close');
+      return reply.code(503).send({ code: 'service_unavailable', message: 'The server is shutting down; retry the request' });
+    }
   });
 
   app.addHook('onResponse', async (request, reply) => {
