@@ -4,14 +4,14 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Ajv } from 'ajv';
 import { Type } from 'typebox';
-import type { Static, TSchema } from 'typebox';
+import type { Static } from 'typebox';
 import currencyCodes from 'currency-codes';
 import iso3166 from 'iso-3166-1';
 import { ConfigError } from '../platform/config.ts';
 import type { Environment } from '../platform/config.ts';
 import { CRYPTO_PRECISION, toMinor } from '../platform/money.ts';
 import { describeAjvErrors } from '../platform/http/validation.ts';
-import { StringEnum } from '../platform/http/schemas.ts';
+import { StringEnum, TaggedUnion } from '../platform/http/schemas.ts';
 import { AVAILABILITIES, FIAT_METHODS, railAsset, railKey } from './adapter.ts';
 import type { Capability } from './adapter.ts';
 import { hasSandboxRate } from './sandbox/rates.ts';
@@ -24,9 +24,6 @@ export const DEFAULT_PROVIDER_FILES: Record<Environment, string> = {
   sandbox: path.resolve(import.meta.dirname, '../../config/providers.sandbox.json'),
   production: path.resolve(import.meta.dirname, '../../config/providers.production.json'),
 };
-
-const oneOfBy = <T extends TSchema[]>(propertyName: string, branches: [...T]) =>
-  Type.Unsafe<Static<T[number]>>({ oneOf: branches, discriminator: { propertyName } });
 
 const Decimal = Type.String({ pattern: '^\\d+(\\.\\d+)?$', description: 'Non-negative decimal string' });
 
@@ -62,7 +59,7 @@ const CryptoRailSchema = Type.Object(
 const RailCapabilitySchema = Type.Object(
   {
     kind: StringEnum(['COLLECTION', 'PAYOUT'] as const),
-    rail: oneOfBy('type', [FiatRailSchema, CryptoRailSchema]),
+    rail: TaggedUnion('type', [FiatRailSchema, CryptoRailSchema]),
     fees: FeesSchema,
     etaSeconds: Type.Integer({ minimum: 0 }),
   },
@@ -94,7 +91,7 @@ const ProviderEntrySchema = Type.Object(
       Type.Object({ referencePrefix: Type.Optional(Type.String({ pattern: '^[A-Z0-9]{2,12}$' })) }, { additionalProperties: true }),
     ),
     credentials: Type.Record(Type.String(), CredentialValue),
-    capabilities: Type.Array(oneOfBy('kind', [RailCapabilitySchema, ConversionCapabilitySchema]), { minItems: 1 }),
+    capabilities: Type.Array(TaggedUnion('kind', [RailCapabilitySchema, ConversionCapabilitySchema]), { minItems: 1 }),
   },
   { additionalProperties: false },
 );
@@ -120,7 +117,7 @@ export interface ProviderFile {
 
 export class ProviderConfigError extends ConfigError {}
 
-const ajv = new Ajv({ allErrors: true, strict: false, discriminator: true });
+const ajv = new Ajv({ allErrors: true, strict: false, discriminator: true, verbose: true });
 const validateFile = ajv.compile(ProviderFileSchema);
 
 /** Reads and checks a provider file; throws ProviderConfigError with one line per problem. */

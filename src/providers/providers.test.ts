@@ -259,6 +259,19 @@ describe('providers', () => {
       'providers.0.capabilities.0.rail.method: must be one of ACH, SEPA, SWIFT, WIRE, PIX, SPEI, LOCAL',
       'providers.0.capabilities.0.fees.fxSpreadBps: is required',
     ]);
+    // A tag outside its union is answered with the tags it takes (the provider file's own ajv).
+    const untagged = {
+      ...entry,
+      availability: 'ACTIVE',
+      capabilities: [
+        { ...entry.capabilities[0], rail: { type: 'BANK' }, fees: { fixed: '1', percentBps: 0, fxSpreadBps: 0 } },
+        { ...entry.capabilities[0], kind: 'REFUND', fees: { fixed: '1', percentBps: 0, fxSpreadBps: 0 } },
+      ],
+    };
+    assert.deepEqual(problems(writeFile('tags.json', { environment: 'sandbox', providers: [untagged] })), [
+      'providers.0.capabilities.0.rail.type: must be one of FIAT, CRYPTO',
+      'providers.0.capabilities.1.kind: must be one of COLLECTION, PAYOUT, CONVERSION',
+    ]);
     const simulatorInProduction = { ...entry, availability: 'ACTIVE', capabilities: [{ ...entry.capabilities[0], rail: { ...entry.capabilities[0]!.rail, method: 'ACH' }, fees: { fixed: '1', percentBps: 0, fxSpreadBps: 0 } }] };
     assert.deepEqual(problems(writeFile('env.json', { environment: 'sandbox', providers: [simulatorInProduction] }), 'production'), [
       'environment: the file is for sandbox but CORRIDOR_ENV is production',

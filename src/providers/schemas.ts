@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { ListOf, PageQuery, StringEnum, Timestamp } from '../platform/http/schemas.ts';
+import { ListOf, PageQuery, StringEnum, TaggedUnion, Timestamp } from '../platform/http/schemas.ts';
 import { AVAILABILITIES, FIAT_METHODS } from './adapter.ts';
 
 export const Availability = StringEnum(AVAILABILITIES, {
@@ -15,12 +15,12 @@ const Fees = Type.Object(
   { additionalProperties: false },
 );
 
-const RailBody = Type.Union([
+const RailBody = TaggedUnion('type', [
   Type.Object({ type: Type.Literal('FIAT'), country: Type.String(), currency: Type.String(), method: StringEnum(FIAT_METHODS) }, { additionalProperties: false }),
   Type.Object({ type: Type.Literal('CRYPTO'), blockchain: Type.String(), asset: Type.String() }, { additionalProperties: false }),
 ]);
 
-const CapabilityBody = Type.Union([
+const CapabilityBody = TaggedUnion('kind', [
   Type.Object(
     { kind: StringEnum(['COLLECTION', 'PAYOUT'] as const), rail: RailBody, fees: Fees, etaSeconds: Type.Integer() },
     { additionalProperties: false },

@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import type { Static } from 'typebox';
-import { StringEnum, Timestamp, Uuid } from '../platform/http/schemas.ts';
+import { StringEnum, TaggedUnion, Timestamp, Uuid } from '../platform/http/schemas.ts';
 import { FIAT_METHODS } from '../providers/adapter.ts';
 
 const ROUNDING_NOTE =
@@ -30,7 +30,7 @@ export const CryptoRoute = Type.Object(
   { additionalProperties: false, title: 'CryptoRoute' },
 );
 
-export const Route = Type.Union([FiatRoute, CryptoRoute], {
+export const Route = TaggedUnion('type', [FiatRoute, CryptoRoute], {
   description: 'A rail from the rail directory (GET /v1/rails): FIAT {country, currency, method} or CRYPTO {blockchain, asset}.',
 });
 

@@ -2,7 +2,7 @@
 // OpenAPI document, so the leg and stage enums documented there are the ones the engine uses.
 import { Type } from 'typebox';
 import type { Static } from 'typebox';
-import { ListOf, PageQuery, StringEnum, Timestamp, Uuid } from '../platform/http/schemas.ts';
+import { ListOf, PageQuery, StringEnum, TaggedUnion, Timestamp, Uuid } from '../platform/http/schemas.ts';
 import { PROGRESS_STAGES, RETURNED_STAGE } from '../providers/adapter.ts';
 import { ALL_PROGRESS_STAGES, BLOCKING_PARTIES, LEG_KINDS, LEG_STATUSES, TRANSFER_STATUSES } from './state-machine.ts';
 
@@ -28,7 +28,8 @@ export const PaymentReferences = Type.Object(
   },
 );
 
-export const DestinationRef = Type.Union(
+export const DestinationRef = TaggedUnion(
+  'type',
   [
     Type.Object({ type: Type.Literal('FIAT_ACCOUNT'), fiatAccountId: Uuid }, { additionalProperties: false }),
     Type.Object({ type: Type.Literal('CRYPTO_WALLET'), cryptoWalletId: Uuid }, { additionalProperties: false }),
@@ -48,7 +49,8 @@ export const CreateTransferBody = Type.Object(
 );
 export type CreateTransferBody = Static<typeof CreateTransferBody>;
 
-const RailSchema = Type.Union(
+const RailSchema = TaggedUnion(
+  'type',
   [
     Type.Object({ type: Type.Literal('FIAT'), country: Type.String(), currency: Type.String(), method: Type.String() }),
     Type.Object({ type: Type.Literal('CRYPTO'), blockchain: Type.String(), asset: Type.String() }),

@@ -108,6 +108,43 @@ describe('validation', () => {
     assert.deepEqual(res.body.details.map((d: { path: string }) => d.path), ['password']);
   });
 
+  // Regression: a crypto route without its blockchain was also told what a fiat route needs
+  // (to.country, to.currency, to.method, to.type must be "FIAT").
+  test('a tagged union reports only the problems of the shape its tag names', async () => {
+    const Z = '00000000-0000-4000-8000-000000000000';
+    const fiat = { type: 'FIAT', country: 'US', currency: 'USD', method: 'ACH' };
+    const quote = async (to: unknown, from: unknown = fiat) => {
+      const res = await call('POST', '/v1/quotes', { apiKey: org.apiKey, body: { entityId: Z, amount: '10.00', from, to } });
+      assertError(res, 422, 'validation_error');
+      return res.body.details;
+    };
+    assert.deepEqual(await quote({ type: 'CRYPTO', asset: 'USDC' }), [{ path: 'to.blockchain', message: 'is required' }]);
+    assert.deepEqual(await quote({ type: 'FIAT', country: 'DE', currency: 'EUR', method: 'SEPA', asset: 'EUR' }), [{ path: 'to.asset', message: 'is not a recognised field' }]);
+    assert.deepEqual(await quote({ asset: 'USDC' }), [{ path: 'to.type', message: 'is required' }]);
+    assert.deepEqual(await quote({ type: 'BANK', asset: 'USDC' }), [{ path: 'to.type', message: 'must be one of FIAT, CRYPTO' }]);
+    assert.deepEqual(await quote({ type: 7 }), [{ path: 'to.type', message: 'must be one of FIAT, CRYPTO' }]);
+    // Not an object at all: said as such, never passed on to the service.
+    assert.deepEqual(await quote(5, 'x'), [
+      { path: 'from', message: 'must be object' },
+      { path: 'to', message: 'must be object' },
+    ]);
+    assert.deepEqual(await quote(null, []), [
+      { path: 'from', message: 'must be object' },
+      { path: 'to', message: 'must be object' },
+    ]);
+
+    const transfer = await call('POST', '/v1/transfers', {
+      apiKey: org.apiKey,
+      headers: { 'idempotency-key': 'tagged-union' },
+      body: { quoteOptionId: Z, entityId: Z, destination: { type: 'CRYPTO_WALLET', fiatAccountId: Z } },
+    });
+    assertError(transfer, 422, 'validation_error');
+    assert.deepEqual(transfer.body.details, [
+      { path: 'destination.cryptoWalletId', message: 'is required' },
+      { path: 'destination.fiatAccountId', message: 'is not a recognised field' },
+    ]);
+  });
+
   test('bad query and path parameters are 422 naming query.* and path.*', async () => {
     const limit = await call('GET', '/v1/users?limit=abc', { apiKey: org.apiKey });
     assertError(limit, 422, 'validation_error');

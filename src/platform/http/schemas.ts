@@ -1,9 +1,20 @@
 // Schemas shared by every domain: the error body, list envelopes and pagination parameters.
 import { Type } from 'typebox';
-import type { TSchema } from 'typebox';
+import type { Static, TSchema, TSchemaOptions } from 'typebox';
 
 export const Uuid = Type.String({ format: 'uuid' });
 export const Timestamp = Type.String({ format: 'date-time', description: 'ISO 8601 UTC timestamp with milliseconds' });
+
+/**
+ * One of several object shapes told apart by one property (`type: FIAT | CRYPTO`). Validation
+ * reads that property first and reports only the problems of the shape it names, so a crypto
+ * route missing its blockchain says `to.blockchain: is required`, not also what a fiat route
+ * would need; the OpenAPI document carries the discriminator for generated clients.
+ */
+export function TaggedUnion<T extends TSchema[]>(propertyName: string, branches: [...T], options: TSchemaOptions = {}) {
+  // `type: object` here: the discriminator keyword passes over anything that is not an object.
+  return Type.Unsafe<Static<T[number]>>({ ...options, type: 'object', oneOf: branches, discriminator: { propertyName } });
+}
 
 export const ErrorBody = Type.Object(
   {

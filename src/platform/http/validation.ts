@@ -17,6 +17,10 @@ function makeAjv(coerce: boolean): Ajv {
     useDefaults: true,
     removeAdditional: false,
     strict: false,
+    // Tagged unions (TaggedUnion): the tag picks the one shape whose problems are reported.
+    discriminator: true,
+    // Errors carry their schema, so a tag outside the union can be answered with the tags it takes.
+    verbose: true,
   });
   addFormats(ajv);
   // ajv-formats' uuid also takes a "urn:uuid:" prefix, which PostgreSQL's uuid type refuses.
@@ -121,6 +125,11 @@ export function describeAjvErrors(errors: ErrorObject[], part: string): FieldPro
       message = `must be ${JSON.stringify((e.params as { allowedValue: unknown }).allowedValue)}`;
     } else if (e.keyword === 'format') {
       message = FORMAT_MESSAGES[(e.params as { format: string }).format] ?? message;
+    } else if (e.keyword === 'discriminator') {
+      const { tag, tagValue } = e.params as { tag: string; tagValue: unknown };
+      field = [field, tag].filter(Boolean).join('.');
+      const tags = tagsOf(e.parentSchema, tag);
+      message = tagValue === undefined ? 'is required' : `must be one of ${tags.join(', ')}`;
     }
     const path = `${prefix}${field}`.replace(/\.$/, '');
     const key = `${path}|${message}`;
@@ -129,6 +138,15 @@ export function describeAjvErrors(errors: ErrorObject[], part: string): FieldPro
     problems.push({ path, message });
   }
   return problems;
+}
+
+/** The values a tagged union's tag takes, in the order of its shapes. */
+function tagsOf(union: unknown, tag: string): string[] {
+  const shapes = (union as { oneOf?: Array<{ properties?: Record<string, { const?: string; enum?: string[] }> }> } | undefined)?.oneOf ?? [];
+  return shapes.flatMap((shape) => {
+    const property = shape.properties?.[tag];
+    return property?.const !== undefined ? [property.const] : (property?.enum ?? []);
+  });
 }
 
 export function schemaValidationError(errors: ErrorObject[], part: string) {
