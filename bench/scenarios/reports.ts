@@ -9,7 +9,7 @@ import path from 'node:path';
 import { sql } from 'kysely';
 import { openDatabase } from '../../src/platform/db/database.ts';
 import { migrate } from '../../src/platform/db/migrate.ts';
-import { STATUS_HISTORY_FIELDS, TransferReadModel } from '../../src/reports/transfer-read-model.ts';
+import { STATUS_HISTORY_FIELDS, TransferReporting } from '../../src/transfers/reporting.ts';
 import type { NormalizedFilters } from '../../src/reports/schemas.ts';
 import { insertBulkStatusHistory } from '../../test/fixtures/report-data.ts';
 import { fmt, scratchDatabase, withClient } from '../lib.ts';
@@ -110,7 +110,7 @@ export default async function run(ctx: BenchContext): Promise<BenchResult> {
 
     const full = filtersFor(TRANSFERS);
     const copySql = (() => {
-      const compiled = new TransferReadModel(db.kysely).statusHistoryQuery(organizationId, full, null, null).compile(db.kysely);
+      const compiled = new TransferReporting(db.kysely).statusHistoryQuery(organizationId, full, null, null).compile(db.kysely);
       const inlined = compiled.sql.replace(/\$(\d+)/g, (_m, n: string) => literal(compiled.parameters[Number(n) - 1]));
       // The same rows and columns as the report (the paging sequence left out).
       return `COPY (SELECT ${STATUS_HISTORY_FIELDS.join(', ')} FROM (${inlined}) q) TO STDOUT WITH CSV HEADER`;

@@ -64,12 +64,12 @@ export function runInWorker(settings: WorkerGenerationSettings, reportId: string
 
 async function workerMain(input: WorkerInput): Promise<void> {
   const port = parentPort!;
-  const [{ openDatabase }, { createLogger }, { ReportGenerator }, { ReportRepository }, { TransferReadModel }, { artifactStoreFor }] = await Promise.all([
+  const [{ openDatabase }, { createLogger }, { ReportGenerator }, { ReportRepository }, { TransferReporting }, { artifactStoreFor }] = await Promise.all([
     import('../platform/db/database.ts'),
     import('../platform/logger.ts'),
     import('./generation.ts'),
     import('./repository.ts'),
-    import('./transfer-read-model.ts'),
+    import('../transfers/reporting.ts'),
     import('./storage.ts'),
   ]);
   const lines = new Writable({
@@ -84,7 +84,7 @@ async function workerMain(input: WorkerInput): Promise<void> {
   try {
     const generator = new ReportGenerator({
       repo: new ReportRepository(db.kysely),
-      readModel: new TransferReadModel(db.kysely, { cursorPool: db.pool }),
+      readModel: new TransferReporting(db.kysely, { cursorPool: db.pool }),
       store: artifactStoreFor(s.store),
       log: createLogger(s.logLevel, lines),
       limits: s.limits,

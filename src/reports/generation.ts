@@ -11,7 +11,7 @@ import type { Logger } from '../platform/logger.ts';
 import { profileByVersion, ReportFailure } from './profiles/index.ts';
 import type { GenerationContext } from './profiles/index.ts';
 import type { ReportRepository } from './repository.ts';
-import type { TransferReadModel } from './transfer-read-model.ts';
+import type { TransferReporting } from '../transfers/reporting.ts';
 import type { ArtifactStore } from './storage.ts';
 import type { ReportLimits } from './service.ts';
 
@@ -28,7 +28,7 @@ class LeaseLost extends Error {}
 
 export interface ReportGeneratorOptions {
   repo: ReportRepository;
-  readModel: TransferReadModel;
+  readModel: TransferReporting;
   store: ArtifactStore;
   log: Logger;
   limits: ReportLimits;

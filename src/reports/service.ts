@@ -11,12 +11,13 @@ import type { IdempotencyStore, StoredResponse } from '../platform/idempotency.t
 import type { JobDefinition, JobQueue } from '../platform/queue.ts';
 import type { Logger } from '../platform/logger.ts';
 import { ceilToMillisecond, iso, isoOrNull } from '../platform/time.ts';
+import { TransferReporting } from '../transfers/reporting.ts';
+import type { Counts } from '../transfers/reporting.ts';
 import { currentProfile } from './profiles/index.ts';
 import type { ReportProfile } from './profiles/index.ts';
 import { ReportRepository } from './repository.ts';
 import type { ReportRow } from './repository.ts';
-import { TransferReadModel, UNMAPPED_STATUSES } from './transfer-read-model.ts';
-import type { Counts } from './transfer-read-model.ts';
+import { UNMAPPED_STATUSES } from './profiles/pain002.ts';
 import { DOWNLOAD_LINK_TTL_MS, DownloadLinkSigner } from './download-links.ts';
 import { artifactStoreFor } from './storage.ts';
 import type { ArtifactStore, ArtifactStoreSettings } from './storage.ts';
@@ -106,7 +107,7 @@ export class ReportService {
     this.#publicBaseUrl = o.publicBaseUrl;
     this.links = new DownloadLinkSigner(o.db);
     const tuning = { limits: o.limits, leaseSeconds: o.leaseSeconds, pageSize: o.pageSize, retryLimit: GENERATE_RETRY_LIMIT, retentionMs: ARTIFACT_RETENTION_MS };
-    this.generator = new ReportGenerator({ ...tuning, repo: this.#repo, readModel: new TransferReadModel(o.db), store: this.#store, log: o.log, now: this.#now });
+    this.generator = new ReportGenerator({ ...tuning, repo: this.#repo, readModel: new TransferReporting(o.db), store: this.#store, log: o.log, now: this.#now });
     const { reportStorage, dataDir, s3Bucket, s3Region, s3Endpoint } = o.store;
     this.#worker = o.worker ? { ...tuning, ...o.worker, store: { reportStorage, dataDir, s3Bucket, s3Region, s3Endpoint } } : null;
   }
@@ -178,7 +179,7 @@ export class ReportService {
 
   async preview(organizationId: string, body: ReportBodyInput): Promise<ReportPreviewResource> {
     const { request, profile } = this.normalize(body);
-    const counts = await profile.count({ organizationId, filters: request.filters, readModel: new TransferReadModel(this.#db) });
+    const counts = await profile.count({ organizationId, filters: request.filters, readModel: new TransferReporting(this.#db) });
     return this.#assess(counts);
   }
 
@@ -187,7 +188,7 @@ export class ReportService {
     return this.#idempotency.run(
       { organizationId: caller.organizationId, operation: 'POST /v1/reports', key: idempotencyKey, requestHash: requestFingerprint(request) },
       async (trx) => {
-        const counts = await profile.count({ organizationId: caller.organizationId, filters: request.filters, readModel: new TransferReadModel(trx) });
+        const counts = await profile.count({ organizationId: caller.organizationId, filters: request.filters, readModel: new TransferReporting(trx) });
         const verdict = this.#assess(counts);
         if (verdict.exceedsLimits) {
           throw new ApiError(

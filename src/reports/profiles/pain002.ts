@@ -3,9 +3,9 @@
 // DECISIONS.md §10 and the status mapping is SPEC.md's table, nothing else.
 import { once } from 'node:events';
 import type { Writable } from 'node:stream';
-import type { IsoCursor, IsoEntryRow } from '../transfer-read-model.ts';
+import { afterLastRow, keysetPages } from '../../platform/paging.ts';
+import type { IsoCursor, IsoEntryRow } from '../../transfers/reporting.ts';
 import type { TransferStatus } from '../schemas.ts';
-import { afterLastRow, keysetPages } from './pages.ts';
 import { assertRowLimit, ReportFailure } from './profile.ts';
 import type { GenerationContext, ReportProfile } from './profile.ts';
 
@@ -22,6 +22,9 @@ export const PAIN_002_STATUS: Partial<Record<TransferStatus, 'PDNG' | 'ACSP' | '
   FAILED: 'RJCT',
   CANCELED: 'RJCT',
 };
+
+/** Statuses that have no pain.002 mapping (SPEC.md): refused in filters.statuses, and a failed check as a group's latest status in the window. */
+export const UNMAPPED_STATUSES: readonly TransferStatus[] = ['RETURNED', 'REFUNDED'];
 
 // XML 1.0 cannot carry most control characters; a reason text holding one must not break the file.
 const NOT_XML = /[^\x09\x0A\x0D\x20-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/gu;
@@ -61,12 +64,12 @@ export const pain002V1: ReportProfile = {
   extension: 'xml',
 
   async count(ctx) {
-    const c = await ctx.readModel.isoCounts(ctx.organizationId, ctx.filters);
+    const c = await ctx.readModel.isoCounts(ctx.organizationId, ctx.filters, UNMAPPED_STATUSES);
     return { matchingTransferCount: c.matchingTransferCount, outputRowCount: c.outputRowCount };
   },
 
   async check(ctx) {
-    const c = await ctx.readModel.isoCounts(ctx.organizationId, ctx.filters);
+    const c = await ctx.readModel.isoCounts(ctx.organizationId, ctx.filters, UNMAPPED_STATUSES);
     if (c.unsupported > 0) {
       throw new ReportFailure(
         'unsupported_status_in_window',

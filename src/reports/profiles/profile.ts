@@ -1,14 +1,14 @@
 // What every report profile provides. A profile is frozen once released: a change to its output
 // is a new profileVersion beside it, so reports created earlier are still generated as promised.
 import type { Writable } from 'node:stream';
-import type { Counts, TransferReadModel } from '../transfer-read-model.ts';
+import type { Counts, TransferReporting } from '../../transfers/reporting.ts';
 import type { DetailLevel, FailureCode, NormalizedFilters, ReportFormat, ReportType } from '../schemas.ts';
 
 export interface GenerationContext {
   reportId: string;
   organizationId: string;
   filters: NormalizedFilters;
-  readModel: TransferReadModel;
+  readModel: TransferReporting;
   /** Rows read from the database per query. */
   pageSize: number;
   generatedAt: Date;

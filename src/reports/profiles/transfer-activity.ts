@@ -1,22 +1,22 @@
 // csv.transfer_activity.summary.v1 (one row per transfer) and
 // csv.transfer_activity.execution_path.v1 (one row per provider leg). Columns: docs/REPORTS.md.
-import type { ActivityCursor, ActivityRow, LegRow } from '../transfer-read-model.ts';
+import { afterLastRow, keysetPages } from '../../platform/paging.ts';
+import type { ActivityCursor, ActivityLegRow, ActivityRow } from '../../transfers/reporting.ts';
 import type { NormalizedFilters } from '../schemas.ts';
 import { classification, railLabel, writeCsv } from './csv.ts';
 import type { CsvCell } from './csv.ts';
-import { afterLastRow, keysetPages } from './pages.ts';
 import type { GenerationContext, ReportProfile } from './profile.ts';
 
 interface ActivityPage {
   transfers: ActivityRow[];
-  legs: Map<string, LegRow[]>;
+  legs: Map<string, ActivityLegRow[]>;
 }
 
 function activityPages(ctx: GenerationContext): AsyncGenerator<ActivityPage> {
   // A page of transfers and their legs is read together, so the read ahead covers both.
   const read = async (after: ActivityCursor | null): Promise<ActivityPage> => {
     const transfers = await ctx.readModel.activityPage(ctx.organizationId, ctx.filters, after, ctx.pageSize);
-    const legs = new Map<string, LegRow[]>();
+    const legs = new Map<string, ActivityLegRow[]>();
     for (const leg of await ctx.readModel.legsOf(transfers.map((t) => t.id))) {
       const list = legs.get(leg.transfer_id);
       if (list) list.push(leg);

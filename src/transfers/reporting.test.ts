@@ -5,7 +5,7 @@ import { after, before, test } from 'node:test';
 import { sql } from 'kysely';
 import { startTestServer } from '../../test/helpers/server.ts';
 import type { TestServer } from '../../test/helpers/server.ts';
-import { isoFromPgUtc } from './transfer-read-model.ts';
+import { isoFromPgUtc } from './reporting.ts';
 
 test('PostgreSQL text with 0 to 3 fraction digits becomes ISO 8601 with milliseconds', () => {
   assert.equal(isoFromPgUtc('2026-03-01 00:00:01+00'), '2026-03-01T00:00:01.000Z');

@@ -1,4 +1,5 @@
-// Reading a report page by page, with the next page already on its way.
+// Reading keyset pages one after another, with the next page already on its way (report
+// generation reads its rows this way; nothing here knows a domain).
 
 /**
  * Keyset pages, in order, with the next page already being read while the caller writes the

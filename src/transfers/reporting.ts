@@ -1,20 +1,36 @@
-// Read-only queries over the transfer engine's tables (transfers, transfer_legs, transfer_events)
-// shaped for reports. Every query is filtered by organization and pages by a keyset, so a report
-// of any size is read in bounded batches and memory stays flat.
+// The transfers domain's read interface for reporting: read-only queries over its own tables
+// (transfers, transfer_legs, transfer_events) in the shapes reports write out. The SQL lives here
+// because these tables are this domain's (docs/ARCHITECTURE.md "Layers"); src/reports asks for
+// rows and knows nothing of the tables. Every query is filtered by organization and pages by a
+// keyset, so a report of any size is read in bounded batches and memory stays flat.
 //
 // Timestamps are formatted by the database (ISO 8601 UTC with milliseconds) so that a million
 // rows do not each go through Date parsing and formatting on the way to the file.
 import { sql } from 'kysely';
 import type { Kysely, RawBuilder } from 'kysely';
 import type pg from 'pg';
-import type { NormalizedFilters, TransferStatus } from './schemas.ts';
-import { afterLastRow, keysetPages } from './profiles/pages.ts';
+import { afterLastRow, keysetPages } from '../platform/paging.ts';
+import type { TransferStatus } from './state-machine.ts';
 
 const iso = (column: RawBuilder<unknown>) => sql<string>`to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 const ref = (name: string) => sql.ref(name);
 
-/** Statuses that have no pain.002 mapping (SPEC.md). */
-export const UNMAPPED_STATUSES: readonly TransferStatus[] = ['RETURNED', 'REFUNDED'];
+/**
+ * Which transfers a report selects: the fields these queries read (a report's normalized filters
+ * satisfy it, so this module needs nothing from src/reports). The window is half-open [from, to),
+ * ISO 8601 UTC. statuses null puts no condition on status, except in the message-group (iso)
+ * queries, which select only the statuses named.
+ */
+export interface TransferReportFilter {
+  from: string;
+  to: string;
+  /** CREATED_AT: transfers created in the window. STATUS_EVENT_AT: by their latest STATUS event in the window. */
+  timestampBasis: 'CREATED_AT' | 'STATUS_EVENT_AT';
+  /** By the destination rail's type. */
+  assetScope: 'ALL' | 'FIAT' | 'CRYPTO';
+  originalMessageId: string | null;
+  statuses: readonly TransferStatus[] | null;
+}
 
 export interface Counts {
   matchingTransferCount: number;
@@ -47,7 +63,7 @@ export interface ActivityRow {
   original_end_to_end_id: string | null;
 }
 
-export interface LegRow {
+export interface ActivityLegRow {
   transfer_id: string;
   position: number;
   kind: string;
@@ -112,7 +128,7 @@ const PAYMENT_REFERENCE_FIELDS = [
   'sourceSystem', 'originalMessageId', 'originalMessageNameId', 'originalPaymentInformationId', 'originalInstructionId', 'originalEndToEndId',
 ] as const;
 
-export interface ReadModelOptions {
+export interface TransferReportingOptions {
   /**
    * PostgreSQL: stream large reports from one server-side cursor inside a read-only snapshot,
    * on a connection of this pool. Without it they are read in keyset pages, each its own short
@@ -183,11 +199,11 @@ class FetchBatch {
   }
 }
 
-export class TransferReadModel {
+export class TransferReporting {
   readonly #db: Kysely<any>;
   readonly #cursorPool: pg.Pool | null;
 
-  constructor(db: Kysely<any>, options: ReadModelOptions = {}) {
+  constructor(db: Kysely<any>, options: TransferReportingOptions = {}) {
     this.#db = db;
     this.#cursorPool = options.cursorPool ?? null;
   }
@@ -195,7 +211,7 @@ export class TransferReadModel {
   // ---- conditions shared by every profile ------------------------------------------------
 
   /** Conditions on the transfer row t: organization, asset scope, message group. */
-  #transferConditions(organizationId: string, f: NormalizedFilters): RawBuilder<unknown>[] {
+  #transferConditions(organizationId: string, f: TransferReportFilter): RawBuilder<unknown>[] {
     const conditions: RawBuilder<unknown>[] = [sql`t.organization_id = ${organizationId}`];
     if (f.assetScope !== 'ALL') conditions.push(sql`t.to_rail->>'type' = ${f.assetScope}`);
     if (f.originalMessageId !== null) conditions.push(sql`t.original_message_id = ${f.originalMessageId}`);
@@ -206,12 +222,12 @@ export class TransferReadModel {
     return statuses ? [sql`${ref(column)} IN (${sql.join(statuses.map((s) => sql`${s}`))})`] : [];
   }
 
-  #windowOn(column: string, f: NormalizedFilters): RawBuilder<unknown>[] {
+  #windowOn(column: string, f: TransferReportFilter): RawBuilder<unknown>[] {
     return [sql`${ref(column)} >= ${f.from}::timestamptz`, sql`${ref(column)} < ${f.to}::timestamptz`];
   }
 
   /** Latest STATUS event of each transfer inside the window (ties broken by commit order). */
-  #latestInWindow(organizationId: string, f: NormalizedFilters): RawBuilder<unknown> {
+  #latestInWindow(organizationId: string, f: TransferReportFilter): RawBuilder<unknown> {
     return sql`SELECT DISTINCT ON (e.transfer_id) e.transfer_id, e.id AS event_id, e.to_status, e.blocking_party, e.reason, e.occurred_at
       FROM transfer_events e
       WHERE e.organization_id = ${organizationId} AND e.kind = 'STATUS' AND ${sql.join(this.#windowOn('e.occurred_at', f), sql` AND `)}
@@ -221,7 +237,7 @@ export class TransferReadModel {
   // ---- transfer activity -------------------------------------------------------------------
 
   /** The FROM/WHERE of activity reports, before paging. Exposes t (transfer) and, by basis, the status columns. */
-  #activitySelection(organizationId: string, f: NormalizedFilters): { from: RawBuilder<unknown>; where: RawBuilder<unknown>[]; status: RawBuilder<unknown> } {
+  #activitySelection(organizationId: string, f: TransferReportFilter): { from: RawBuilder<unknown>; where: RawBuilder<unknown>[]; status: RawBuilder<unknown> } {
     if (f.timestampBasis === 'CREATED_AT') {
       return {
         from: sql`transfers t`,
@@ -236,7 +252,7 @@ export class TransferReadModel {
     };
   }
 
-  async countActivity(organizationId: string, f: NormalizedFilters, perLeg: boolean): Promise<Counts> {
+  async countActivity(organizationId: string, f: TransferReportFilter, perLeg: boolean): Promise<Counts> {
     const s = this.#activitySelection(organizationId, f);
     const legCount = perLeg ? sql`(SELECT count(*) FROM transfer_legs tl WHERE tl.transfer_id = t.id)` : sql`1`;
     const { rows } = await sql<{ transfers: string; rows: string | null }>`
@@ -244,7 +260,7 @@ export class TransferReadModel {
     return { matchingTransferCount: Number(rows[0]?.transfers ?? 0), outputRowCount: Number(rows[0]?.rows ?? 0) };
   }
 
-  async activityPage(organizationId: string, f: NormalizedFilters, after: ActivityCursor | null, limit: number): Promise<ActivityRow[]> {
+  async activityPage(organizationId: string, f: TransferReportFilter, after: ActivityCursor | null, limit: number): Promise<ActivityRow[]> {
     const s = this.#activitySelection(organizationId, f);
     const where = [...s.where];
     if (after) where.push(sql`(t.created_at, t.id) > (${after.createdAt}::timestamptz, ${after.id}::uuid)`);
@@ -263,9 +279,9 @@ export class TransferReadModel {
   }
 
   /** Legs of the given transfers, in leg order. Only customer-safe leg columns are read. */
-  async legsOf(transferIds: string[]): Promise<LegRow[]> {
+  async legsOf(transferIds: string[]): Promise<ActivityLegRow[]> {
     if (!transferIds.length) return [];
-    const { rows } = await sql<LegRow>`
+    const { rows } = await sql<ActivityLegRow>`
       SELECT l.transfer_id, l.position, l.kind, l.provider_name, l.provider_reference, l.status, l.progress_stage,
         l.from_asset, l.to_asset, l.rail, l.quoted_amount_in, l.quoted_amount_out, l.actual_amount_out, ${iso(sql`l.updated_at`)} AS updated_at
       FROM transfer_legs l
@@ -276,7 +292,7 @@ export class TransferReadModel {
 
   // ---- status history ----------------------------------------------------------------------
 
-  #historyConditions(organizationId: string, f: NormalizedFilters): { join: boolean; where: RawBuilder<unknown>[] } {
+  #historyConditions(organizationId: string, f: TransferReportFilter): { join: boolean; where: RawBuilder<unknown>[] } {
     const join = f.assetScope !== 'ALL' || f.originalMessageId !== null;
     const where = [
       sql`e.organization_id = ${organizationId}`,
@@ -288,7 +304,7 @@ export class TransferReadModel {
     return { join, where };
   }
 
-  async countStatusHistory(organizationId: string, f: NormalizedFilters): Promise<Counts> {
+  async countStatusHistory(organizationId: string, f: TransferReportFilter): Promise<Counts> {
     const c = this.#historyConditions(organizationId, f);
     const { rows } = await sql<{ transfers: string; rows: string }>`
       SELECT count(DISTINCT e.transfer_id) AS transfers, count(*) AS rows
@@ -302,7 +318,7 @@ export class TransferReadModel {
    * occurred_at is in the report's ISO form, or with rawTimestamp as PostgreSQL's own text (the
    * whole-report cursor formats it itself: see isoFromPgUtc).
    */
-  statusHistoryQuery(organizationId: string, f: NormalizedFilters, after: EventCursor | null, limit: number | null, rawTimestamp = false): RawBuilder<StatusEventRow> {
+  statusHistoryQuery(organizationId: string, f: TransferReportFilter, after: EventCursor | null, limit: number | null, rawTimestamp = false): RawBuilder<StatusEventRow> {
     const c = this.#historyConditions(organizationId, f);
     const where = [...c.where, sql`t.id = e.transfer_id`];
     if (after) where.push(sql`(e.occurred_at, e.sequence) > (${after.occurredAt}::timestamptz, ${after.sequence}::bigint)`);
@@ -315,7 +331,7 @@ export class TransferReadModel {
       ${limit === null ? sql`` : sql`LIMIT ${limit}`}`;
   }
 
-  async statusHistoryPage(organizationId: string, f: NormalizedFilters, after: EventCursor | null, limit: number): Promise<StatusEventRow[]> {
+  async statusHistoryPage(organizationId: string, f: TransferReportFilter, after: EventCursor | null, limit: number): Promise<StatusEventRow[]> {
     return (await this.statusHistoryQuery(organizationId, f, after, limit).execute(this.#db)).rows;
   }
 
@@ -324,7 +340,7 @@ export class TransferReadModel {
    * time, with the next page read ahead. Records are arrays: a million of them are a million
    * fewer objects for the garbage collector.
    */
-  async *statusHistoryRecords(organizationId: string, f: NormalizedFilters, pageSize: number): AsyncGenerator<StatusHistoryRecord[]> {
+  async *statusHistoryRecords(organizationId: string, f: TransferReportFilter, pageSize: number): AsyncGenerator<StatusHistoryRecord[]> {
     if (!this.#cursorPool) {
       const pages = keysetPages(
         (after: EventCursor | null) => this.statusHistoryPage(organizationId, f, after, pageSize),
@@ -371,7 +387,7 @@ export class TransferReadModel {
    * in the window, each with its latest event in the window. A message group is one customer
    * batch, so its transfers are found by the group index and each looks up its own events.
    */
-  #isoSelection(organizationId: string, f: NormalizedFilters): RawBuilder<unknown> {
+  #isoSelection(organizationId: string, f: TransferReportFilter): RawBuilder<unknown> {
     return sql`transfers t
       JOIN LATERAL (
         SELECT e.id AS event_id, e.to_status, e.reason, e.occurred_at FROM transfer_events e
@@ -387,10 +403,19 @@ export class TransferReadModel {
     );
   }
 
-  async isoCounts(organizationId: string, f: NormalizedFilters): Promise<Counts & { unsupported: number; incomplete: number; firstUnsupported: string | null; firstIncomplete: string | null }> {
+  /**
+   * Counts of the message group's selection: unsupported counts the transfers whose latest status
+   * in the window is one of the given statuses (those the caller's format cannot express; at
+   * least one), incomplete the selected ones missing a payment reference.
+   */
+  async isoCounts(
+    organizationId: string,
+    f: TransferReportFilter,
+    unsupportedStatuses: readonly TransferStatus[],
+  ): Promise<Counts & { unsupported: number; incomplete: number; firstUnsupported: string | null; firstIncomplete: string | null }> {
     const statuses = f.statuses ?? [];
     const inSelection = statuses.length ? sql`le.to_status IN (${sql.join(statuses.map((s) => sql`${s}`))})` : sql`false`;
-    const unmapped = sql`le.to_status IN (${sql.join(UNMAPPED_STATUSES.map((s) => sql`${s}`))})`;
+    const unmapped = sql`le.to_status IN (${sql.join(unsupportedStatuses.map((s) => sql`${s}`))})`;
     const { rows } = await sql<{ matching: string; emitted: string; unsupported: string; incomplete: string; first_unsupported: string | null; first_incomplete: string | null }>`
       SELECT count(*) AS matching,
         count(*) FILTER (WHERE ${inSelection}) AS emitted,
@@ -412,7 +437,7 @@ export class TransferReadModel {
   }
 
   /** Emitted entries, grouped by original payment information id (the document's nesting). */
-  async isoPage(organizationId: string, f: NormalizedFilters, after: IsoCursor | null, limit: number): Promise<IsoEntryRow[]> {
+  async isoPage(organizationId: string, f: TransferReportFilter, after: IsoCursor | null, limit: number): Promise<IsoEntryRow[]> {
     const statuses = f.statuses ?? [];
     if (!statuses.length) return [];
     const sortKey = sql`coalesce(t.payment_references->>'originalPaymentInformationId', '')`;
