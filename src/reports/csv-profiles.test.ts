@@ -241,6 +241,13 @@ describe('TRANSFER_STATUS_HISTORY SUMMARY (csv.transfer_status_history.summary.v
     const detail = await t.request('POST', '/v1/reports/preview', { apiKey: org.apiKey, body: { type: 'TRANSFER_STATUS_HISTORY', detailLevel: 'EXECUTION_PATH', filters: { from: FROM, to: TO } } });
     assert.equal(detail.status, 422);
     assert.deepEqual(detail.body.details.map((d: { path: string }) => d.path), ['detailLevel']);
+    // Regression: the pain.002 format named the same problem a second time.
+    const iso = await t.request('POST', '/v1/reports/preview', {
+      apiKey: org.apiKey,
+      body: { type: 'TRANSFER_STATUS_HISTORY', format: 'ISO20022_PAIN_002_001_03', detailLevel: 'EXECUTION_PATH', filters: { from: FROM, to: TO, originalMessageId: 'MSG-1', statuses: ['COMPLETED'] } },
+    });
+    assert.equal(iso.status, 422);
+    assert.deepEqual(iso.body.details.map((d: { path: string }) => d.path), ['detailLevel']);
   });
 });
 

@@ -131,13 +131,13 @@ export class ReportService {
       problems.push({ path: 'filters.timestampBasis', message: 'TRANSFER_STATUS_HISTORY requires STATUS_EVENT_AT' });
     }
     if (body.type === 'TRANSFER_STATUS_HISTORY' && detailLevel === 'EXECUTION_PATH') {
+      // Also the ISO profile's answer: it is status history at SUMMARY only.
       problems.push({ path: 'detailLevel', message: 'execution-path detail is not available for TRANSFER_STATUS_HISTORY; use SUMMARY' });
     }
 
     const assetScope = f.assetScope ?? (isIso ? 'FIAT' : 'ALL');
     if (isIso) {
       if (body.type !== 'TRANSFER_STATUS_HISTORY') problems.push({ path: 'type', message: 'the ISO 20022 pain.002 profile is available only for TRANSFER_STATUS_HISTORY' });
-      if (detailLevel !== 'SUMMARY' && body.type === 'TRANSFER_STATUS_HISTORY') problems.push({ path: 'detailLevel', message: 'the ISO 20022 pain.002 profile is SUMMARY only' });
       if (assetScope !== 'FIAT') problems.push({ path: 'filters.assetScope', message: 'the ISO 20022 pain.002 profile covers fiat transfers only: use FIAT' });
       if (f.originalMessageId === undefined) problems.push({ path: 'filters.originalMessageId', message: 'is required for the ISO 20022 pain.002 profile (one document per original message)' });
       if (f.statuses === undefined) problems.push({ path: 'filters.statuses', message: 'is required for the ISO 20022 pain.002 profile: select at least one supported status' });
