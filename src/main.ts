@@ -89,6 +89,7 @@ async function main() {
     `  database: ${server.db.engine === 'pglite' ? `embedded PGlite in ${config.dataDir} (development and sandbox only; no fsync)` : 'PostgreSQL'}`,
     `  TLS certificate: ${tls.certPath}${tls.generated ? ' (self-signed, generated now)' : ''}`,
     `  API reference: ${base}/v1/openapi.json`,
+    `  dashboard: ${base}/dashboard`,
   ];
   if (plain) lines.push(`  plain HTTP on port ${(plain.address() as AddressInfo).port} answers 400 https_required`);
   if (firstOrganization) {
@@ -97,6 +98,7 @@ async function main() {
       '',
       'First start: a ready organization was created. These credentials are shown only now.',
       `  API base:     ${base}`,
+      `  dashboard:    ${base}/dashboard (sign in with the owner email and password)`,
       `  organization: ${o.organizationId}`,
       `  owner email:  ${o.email}`,
       `  password:     ${o.password}`,

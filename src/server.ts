@@ -25,6 +25,7 @@ import { UserService } from './users/service.ts';
 import { userRoutes } from './users/routes.ts';
 import { ReportService } from './reports/service.ts';
 import { reportRoutes } from './reports/routes.ts';
+import { dashboardRoutes } from './dashboard/routes.ts';
 import { EventService } from './events/service.ts';
 import { eventRoutes } from './events/routes.ts';
 import { WebhookService } from './webhooks/service.ts';
@@ -293,6 +294,7 @@ export async function createServer(config: Config, options: ServerOptions = {}):
     await transferRoutes(app, { transfers, engine, env: config.env });
     await fundingRoutes(app, { funding });
     await reportRoutes(app, { reports });
+    await dashboardRoutes(app);
     await app.ready();
 
     await queue.start({ workers: options.workers !== false });

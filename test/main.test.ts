@@ -149,6 +149,11 @@ describe('first start, the data-dir lock and restarts', () => {
     assert.ok(email && password && apiKey, out);
     assert.match(out, new RegExp(`curl -k ${base.replace(/[.]/g, '\\.')}/v1/users -H "X-API-Key: ${apiKey}"`));
     assert.match(out, /TLS certificate: .*cert\.pem \(self-signed, generated now\)/);
+    // DECISIONS.md §1: the first start names the dashboard, where the printed owner signs in.
+    assert.match(out, new RegExp(`dashboard: +${base.replace(/[.]/g, '\\.')}/dashboard \\(sign in with the owner email and password\\)`));
+    const dashboard = await request(`${base}/dashboard`, { dispatcher: insecure });
+    assert.equal(dashboard.statusCode, 200);
+    assert.match(await dashboard.body.text(), /<title>Corridor dashboard<\/title>/);
     assert.match(out, /no fsync/);
 
     // The printed key and password work over HTTPS.
