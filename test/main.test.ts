@@ -11,6 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Agent, request } from 'undici';
 import { childEnv, MAIN, ready, ROOT, start, stop } from './helpers/main-process.ts';
+import { lockHolder } from '../src/platform/db/data-dir-lock.ts';
 
 const insecure = new Agent({ connect: { rejectUnauthorized: false } });
 const dirs: string[] = [];
@@ -194,7 +195,7 @@ describe('first start, the data-dir lock and restarts', () => {
 
     // A clean stop releases the lock.
     assert.equal(await stop(first), 0);
-    assert.ok(!fs.existsSync(path.join(dataDir, 'corridor.lock')));
+    assert.equal(lockHolder(dataDir), null);
 
     // Second start: same certificate, no new credentials, the old key still works. Then it crashes.
     const again = start(env);
@@ -203,7 +204,7 @@ describe('first start, the data-dir lock and restarts', () => {
     assert.doesNotMatch(again.stdout(), /generated now/);
     assert.equal((await get(`${restarted.base}/v1/users`, { 'x-api-key': apiKey })).status, 200);
     await stop(again, 'SIGKILL');
-    assert.equal(fs.readFileSync(path.join(dataDir, 'corridor.lock'), 'utf8'), String(again.child.pid), 'the crash left its lock behind');
+    assert.equal(lockHolder(dataDir), again.child.pid, 'the crash left its lock behind');
 
     // The lock of the dead process is taken over; the data survived the crash.
     const third = start(env);

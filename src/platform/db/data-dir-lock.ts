@@ -1,10 +1,22 @@
 // One process owns a data directory. PGlite has no server to arbitrate between two processes,
 // so two writers on the same files would corrupt them; this lock makes the second one stop.
+//
+// The lock is a numbered claim file, `corridor.lock.<generation>`, holding the owner's pid; the
+// highest generation is the lock. A claim is made by hard-linking a file that already holds the
+// pid to the next generation's name: link(2) is atomic and fails when the name exists, so of
+// several processes claiming the same generation exactly one wins, and nobody ever sees a claim
+// without its pid. Taking over a dead process's lock is claiming the generation above it, never
+// deleting it: an earlier version moved the stale file aside, and a process that moved a fresh
+// lock by mistake and put it back could overwrite a third process's lock, leaving two owners.
+// Claim files are only deleted by their owner when it stops, which also sweeps the stale ones
+// below it.
 import fs from 'node:fs';
 import path from 'node:path';
 import { ConfigError } from '../config.ts';
 
 export class DataDirLockedError extends Error {}
+
+const CLAIM = /^corridor\.lock\.(\d+)$/;
 
 function processAlive(pid: number): boolean {
   try {
@@ -15,110 +27,98 @@ function processAlive(pid: number): boolean {
   }
 }
 
-// Locks held by this process. The file alone cannot say: a lock file naming our own pid is
-// treated as stale (after a container restart the new process often gets the crashed one's pid).
+// Locks held by this process. The file alone cannot say: a lock naming our own pid is treated as
+// stale (after a container restart the new process often gets the crashed one's pid).
 const heldHere = new Set<string>();
+
+/** Claim generations present in the directory, highest first. */
+function generations(dir: string): number[] {
+  return fs
+    .readdirSync(dir)
+    .map((name) => CLAIM.exec(name)?.[1])
+    .filter((g): g is string => g !== undefined)
+    .map(Number)
+    .sort((a, b) => b - a);
+}
+
+const claimPath = (dir: string, generation: number) => path.join(dir, `corridor.lock.${generation}`);
+
+/** The pid named by the current lock, or null when there is none. */
+export function lockHolder(dataDir: string): number | null {
+  const dir = fs.realpathSync(dataDir);
+  for (const generation of generations(dir)) {
+    try {
+      return Number(fs.readFileSync(claimPath(dir, generation), 'utf8').trim());
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    }
+  }
+  return null;
+}
 
 /**
  * Takes the lock or throws DataDirLockedError. A lock left by a dead process is taken over.
- * Several processes starting at once on one directory end with exactly one owner: the lock file
- * is created exclusively, an empty one (its creator has not written its pid yet) is waited for
- * rather than taken for stale, and a stale one is moved aside atomically before it is replaced,
- * so two processes taking over the same stale lock cannot both win.
+ * Several processes starting at once on one directory end with exactly one owner.
  */
 export function lockDataDir(dataDir: string): () => void {
-  let lockPath: string;
+  let dir: string;
   try {
     fs.mkdirSync(dataDir, { recursive: true });
-    lockPath = path.join(fs.realpathSync(dataDir), 'corridor.lock');
-    fs.accessSync(path.dirname(lockPath), fs.constants.W_OK);
+    dir = fs.realpathSync(dataDir);
+    fs.accessSync(dir, fs.constants.W_OK);
   } catch (err) {
     throw new ConfigError([`CORRIDOR_DATA_DIR: cannot use ${dataDir} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`]);
   }
-  if (heldHere.has(lockPath)) {
+  if (heldHere.has(dir)) {
     throw new DataDirLockedError(`Data directory ${dataDir} is already open in this process.`);
   }
-  const deadline = Date.now() + 5000;
-  while (Date.now() < deadline) {
-    if (create(lockPath)) {
+  // Each failed claim means another process claimed a generation meanwhile; the next look sees it.
+  for (let attempt = 0; attempt < 100; attempt++) {
+    const top = generations(dir)[0] ?? 0;
+    if (top > 0) {
+      let holder: number;
+      try {
+        holder = Number(fs.readFileSync(claimPath(dir, top), 'utf8').trim());
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue; // its owner stopped meanwhile
+        throw err;
+      }
+      if (Number.isInteger(holder) && holder > 0 && holder !== process.pid && processAlive(holder)) {
+        throw new DataDirLockedError(
+          `Data directory ${dataDir} is in use by another Corridor process (pid ${holder}). ` +
+            'Stop that process, or point CORRIDOR_DATA_DIR somewhere else.',
+        );
+      }
+    }
+    const generation = top + 1;
+    if (claim(dir, generation, dataDir)) {
+      heldHere.add(dir);
       let released = false;
-      heldHere.add(lockPath);
       return () => {
         if (released) return;
         released = true;
-        heldHere.delete(lockPath);
-        try {
-          if (fs.readFileSync(lockPath, 'utf8') === String(process.pid)) fs.unlinkSync(lockPath);
-        } catch {
-          // already gone
-        }
+        heldHere.delete(dir);
+        // Stale claims first, ours last: while ours is there nobody else can claim.
+        for (const g of generations(dir).filter((g) => g < generation)) fs.rmSync(claimPath(dir, g), { force: true });
+        fs.rmSync(claimPath(dir, generation), { force: true });
       };
     }
-    const seen = read(lockPath);
-    if (seen === null) continue; // released or moved aside meanwhile: try again
-    if (!seen.content.trim() && Date.now() - seen.modifiedMs < EMPTY_LOCK_GRACE_MS) {
-      // Its creator is between creating the file and writing its pid.
-      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10);
-      continue;
-    }
-    const holder = Number(seen.content.trim());
-    if (Number.isInteger(holder) && holder > 0 && holder !== process.pid && processAlive(holder)) {
-      throw new DataDirLockedError(
-        `Data directory ${dataDir} is in use by another Corridor process (pid ${holder}). ` +
-          'Stop that process, or point CORRIDOR_DATA_DIR somewhere else.',
-      );
-    }
-    // Stale lock from a process that died (or from this one): move it aside, then try again.
-    takeOver(lockPath, seen.content);
   }
-  throw new DataDirLockedError(`Could not take the lock on ${dataDir}`);
+  throw new DataDirLockedError(`Could not take the lock on ${dataDir}: too many processes are starting on it at once.`);
 }
 
-/** An empty lock file younger than this is being written by its creator; older, it is stale. */
-const EMPTY_LOCK_GRACE_MS = 1000;
-
-/** Creates the lock file holding this pid; false when a lock file exists. */
-function create(lockPath: string): boolean {
-  let fd: number;
+/** Claims `generation` for this process; false when another process holds that claim. */
+function claim(dir: string, generation: number, dataDir: string): boolean {
+  const written = path.join(dir, `corridor.lock.${process.pid}.pending`);
+  fs.writeFileSync(written, String(process.pid));
   try {
-    fd = fs.openSync(lockPath, 'wx');
+    fs.linkSync(written, claimPath(dir, generation));
+    return true;
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
-    throw err;
-  }
-  try {
-    fs.writeSync(fd, String(process.pid));
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST') return false;
+    throw new ConfigError([`CORRIDOR_DATA_DIR: cannot lock ${dataDir}: the file system refused a hard link (${code ?? (err as Error).message})`]);
   } finally {
-    fs.closeSync(fd);
+    fs.rmSync(written, { force: true });
   }
-  return true;
-}
-
-function read(lockPath: string): { content: string; modifiedMs: number } | null {
-  try {
-    return { content: fs.readFileSync(lockPath, 'utf8'), modifiedMs: fs.statSync(lockPath).mtimeMs };
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
-    throw err;
-  }
-}
-
-/**
- * Removes the stale lock whose content was `stale`. A rename is atomic, so of several processes
- * taking over at once only one moves the stale file; one that finds it moved a live owner's new
- * lock instead puts it back, and sees that owner on its next try.
- */
-function takeOver(lockPath: string, stale: string): void {
-  const aside = `${lockPath}.${process.pid}.stale`;
-  try {
-    fs.renameSync(lockPath, aside);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
-    throw err;
-  }
-  if (fs.readFileSync(aside, 'utf8') !== stale) {
-    fs.renameSync(aside, lockPath);
-    return;
-  }
-  fs.rmSync(aside, { force: true });
 }

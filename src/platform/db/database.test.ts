@@ -11,7 +11,7 @@ import { sql } from 'kysely';
 import { openDatabase } from './database.ts';
 import type { Database } from './database.ts';
 import { migrate, readMigrations } from './migrate.ts';
-import { DataDirLockedError, lockDataDir } from './data-dir-lock.ts';
+import { DataDirLockedError, lockDataDir, lockHolder } from './data-dir-lock.ts';
 import { createTestDatabase } from '../../../test/helpers/database.ts';
 
 const onPostgres = process.env.TEST_DATABASE_URL;
@@ -173,7 +173,7 @@ describe('data-dir lock', () => {
 
     const sleeper = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)'], { stdio: 'ignore' });
     try {
-      fs.writeFileSync(path.join(dir, 'corridor.lock'), String(sleeper.pid));
+      fs.writeFileSync(path.join(dir, 'corridor.lock.1'), String(sleeper.pid));
       assert.throws(() => lockDataDir(dir), (err: Error) => err instanceof DataDirLockedError && err.message.includes(`in use by another Corridor process (pid ${sleeper.pid})`));
     } finally {
       sleeper.kill('SIGKILL');
@@ -184,11 +184,12 @@ describe('data-dir lock', () => {
     const dir = tempDir();
     const dead = spawn(process.execPath, ['-e', '0'], { stdio: 'ignore' });
     await new Promise((r) => dead.on('exit', r));
-    fs.writeFileSync(path.join(dir, 'corridor.lock'), String(dead.pid));
+    fs.writeFileSync(path.join(dir, 'corridor.lock.1'), String(dead.pid));
     const release = lockDataDir(dir);
-    assert.equal(fs.readFileSync(path.join(dir, 'corridor.lock'), 'utf8'), String(process.pid));
+    assert.equal(lockHolder(dir), process.pid);
     release();
-    assert.ok(!fs.existsSync(path.join(dir, 'corridor.lock')));
+    assert.equal(lockHolder(dir), null);
+    assert.deepEqual(fs.readdirSync(dir), [], 'the stale lock was swept with ours');
   });
 
   test('processes starting together, on a fresh directory or on a crashed process\'s lock, end with exactly one owner', async () => {
@@ -198,20 +199,27 @@ describe('data-dir lock', () => {
     for (let round = 0; round < 8; round++) {
       const dir = tempDir();
       // All rounds but the first start from a stale lock: every process sees it and wants to take it over.
-      if (round > 0) fs.writeFileSync(path.join(dir, 'corridor.lock'), String(dead.pid));
+      if (round > 0) fs.writeFileSync(path.join(dir, 'corridor.lock.1'), String(dead.pid));
       const at = Date.now() + 1500;
+      const children = [0, 1, 2, 3, 4, 5].map(() => spawn(process.execPath, [child, dir, String(at)], { stdio: ['pipe', 'pipe', 'inherit'] }));
+      const exited = children.map((p) => new Promise((r) => p.on('exit', r)));
       const outcomes = await Promise.all(
-        [0, 1, 2, 3].map(
-          () =>
+        children.map(
+          (p) =>
             new Promise<string>((resolve) => {
-              const p = spawn(process.execPath, [child, dir, String(at)], { stdio: ['ignore', 'pipe', 'inherit'] });
               let out = '';
-              p.stdout.on('data', (c: Buffer) => (out += c.toString()));
-              p.on('exit', () => resolve(out));
+              p.stdout.on('data', (c: Buffer) => {
+                out += c.toString();
+                if (out.endsWith('\n')) resolve(out.trim());
+              });
+              p.on('exit', () => resolve(out.trim()));
             }),
         ),
       );
-      assert.deepEqual(outcomes.sort(), ['LOCKED', 'REFUSED', 'REFUSED', 'REFUSED'], `round ${round}`);
+      // Only now may the owner let go: every other process has tried while it held the lock.
+      for (const p of children) p.stdin.end();
+      await Promise.all(exited);
+      assert.deepEqual(outcomes.sort(), ['LOCKED', 'REFUSED', 'REFUSED', 'REFUSED', 'REFUSED', 'REFUSED'], `round ${round}`);
     }
   });
 });
