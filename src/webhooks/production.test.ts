@@ -68,7 +68,8 @@ describe('webhook endpoints in production', () => {
       t.server.services.events.record(trx, { organizationId: org.organizationId, type: 'transfer.status_changed', data: { transferId: crypto.randomUUID(), version: 1 } }),
     );
     let delivery: any;
-    for (let i = 0; i < 200 && !delivery?.attempts.length; i++) {
+    // Up to a minute: the attempt runs on the job queue, which a loaded machine can hold up for seconds.
+    for (let i = 0; i < 1200 && !delivery?.attempts.length; i++) {
       await new Promise((resolve) => setTimeout(resolve, 50));
       delivery = (await t.request('GET', `/v1/webhook-endpoints/${id}/deliveries`, { apiKey: org.apiKey })).body.data[0];
     }
