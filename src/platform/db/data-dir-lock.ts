@@ -98,9 +98,14 @@ export function lockDataDir(dataDir: string): () => void {
         if (released) return;
         released = true;
         heldHere.delete(dir);
-        // Stale claims first, ours last: while ours is there nobody else can claim.
-        for (const g of generations(dir).filter((g) => g < generation)) fs.rmSync(claimPath(dir, g), { force: true });
-        fs.rmSync(claimPath(dir, generation), { force: true });
+        try {
+          // Stale claims first, ours last: while ours is there nobody else can claim.
+          for (const g of generations(dir).filter((g) => g < generation)) fs.rmSync(claimPath(dir, g), { force: true });
+          fs.rmSync(claimPath(dir, generation), { force: true });
+        } catch (err) {
+          // The directory was removed under us: nothing is left to release, and a shutdown must not fail on it.
+          if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+        }
       };
     }
   }

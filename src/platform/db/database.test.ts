@@ -190,6 +190,12 @@ describe('data-dir lock', () => {
     release();
     assert.equal(lockHolder(dir), null);
     assert.deepEqual(fs.readdirSync(dir), [], 'the stale lock was swept with ours');
+
+    // Releasing after the directory was deleted under the process does not throw.
+    const gone = tempDir();
+    const releaseGone = lockDataDir(gone);
+    fs.rmSync(gone, { recursive: true });
+    releaseGone();
   });
 
   test('processes starting together, on a fresh directory or on a crashed process\'s lock, end with exactly one owner', async () => {
