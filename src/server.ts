@@ -42,7 +42,7 @@ import { destinationRoutes } from './destinations/routes.ts';
 import { QuoteService } from './quotes/service.ts';
 import { quoteRoutes } from './quotes/routes.ts';
 import { LedgerService } from './ledger/service.ts';
-import { STEP_JOB, TransferService } from './transfers/service.ts';
+import { SETUP_JOB, STEP_JOB, TransferService } from './transfers/service.ts';
 import { BASE_STEP_SECONDS, TransferEngine } from './transfers/execution.ts';
 import { transferRoutes } from './transfers/routes.ts';
 import { FundingService } from './funding/service.ts';
@@ -176,6 +176,7 @@ export async function createServer(config: Config, options: ServerOptions = {}):
       idempotency,
       scheduler: queue,
       stepDelayMs: (BASE_STEP_SECONDS * 1000) / config.sandboxSpeed,
+      log,
     });
     const funding = new FundingService({
       db: db.kysely,
@@ -191,12 +192,11 @@ export async function createServer(config: Config, options: ServerOptions = {}):
     for (const job of reports.jobs()) queue.define(job);
 
     for (const job of webhooks.jobs()) queue.define(job);
-    // One queued step per transfer ('short' policy keyed by transfer id): a step enqueues the
-    // next, and the sweep at start (and every minute) revives transfers whose step was lost.
-    // Fetched in batches, fetching again at once while batches come back full: one job per
-    // fetch held the engine to 4 workers x 1 step per polling interval (8 steps/s) however many
-    // transfers were due. A batch goes to the engine whole, so the setups in it share one
-    // transaction (TransferEngine.stepAll).
+    // Execution: one queued step per transfer ('short' policy keyed by transfer id): a step
+    // enqueues the next, and the sweep at start (and every minute) revives transfers whose step
+    // was lost. Fetched in batches, fetching again at once while batches come back full: one job
+    // per fetch held the engine to 4 workers x 1 step per polling interval (8 steps/s) however
+    // many transfers were due. A batch goes to the engine whole (TransferEngine.stepAll).
     queue.define<{ transferId: string }>({
       name: STEP_JOB,
       queue: { policy: 'short', expireInSeconds: 120, retryLimit: 10, retryDelay: 2, retryBackoff: true },
@@ -207,6 +207,17 @@ export async function createServer(config: Config, options: ServerOptions = {}):
         await engine.step(transferId);
       },
       batchHandler: (jobs) => engine.stepAll(jobs.map((job) => job.transferId)),
+    });
+    // Setup has one job for every transfer waiting in PENDING_SETUP ('stately': one queued and
+    // one running at most), asked for after creations commit; the transfers table holds what is
+    // waiting, so a lost request is made good by the sweep.
+    queue.define({
+      name: SETUP_JOB,
+      queue: { policy: 'stately', expireInSeconds: 300, retryLimit: 10, retryDelay: 2, retryBackoff: true },
+      pollingIntervalSeconds: 0.5,
+      handler: async () => {
+        await engine.setUpPending();
+      },
     });
     queue.define({
       name: 'transfers.sweep',
@@ -328,6 +339,7 @@ export async function createServer(config: Config, options: ServerOptions = {}):
         } finally {
           clearTimeout(drain);
         }
+        await services.transfers.flushSetupRequest();
         await opened.rails.stop();
         await opened.queue.stop();
         await opened.webhooks.close();

@@ -1,13 +1,14 @@
 // Regression: the engine's step jobs were fetched one per fetch, and pg-boss waits a polling
 // interval after each fetch, so however many transfers were due the engine prepared 8 a second
-// (4 workers x 1 job per 0.5 s). Steps due together must be taken together.
+// (4 workers x 1 job per 0.5 s). Steps due together must be taken together. Setup has no job per
+// transfer at all: creations ask for the one setup job, which prepares every transfer waiting.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { startTestServer } from '../../test/helpers/server.ts';
 import type { TestServer } from '../../test/helpers/server.ts';
-import { assertHistoryConsistent, createTransfer, getTransfer, newCustomer, quoteOption, waitFor } from './test-support.ts';
+import { assertHistoryConsistent, createTransfer, fund, getTransfer, newCustomer, quoteOption, waitFor } from './test-support.ts';
 import type { Customer } from './test-support.ts';
 
 const TRANSFERS = 12;
@@ -17,16 +18,20 @@ describe('sandbox engine steps', () => {
   let c: Customer;
 
   before(async () => {
-    // Each step waits 5 s / speed: long enough for all the transfers below to be created before
-    // their first step is due, so those steps come due within moments of each other.
+    // Each step waits 5 s / speed: long enough for all the transfers below to be funded before
+    // their first execution step is due, so those steps come due within moments of each other.
     t = await startTestServer({ CORRIDOR_SANDBOX_SPEED: '2' });
     c = await newCustomer(t, 'Engine batches');
   });
   after(async () => t?.close());
 
-  test('steps that are due together are fetched together, not one per polling interval', async () => {
+  const jobCount = async (name: string) =>
+    (await sql<{ n: number }>`select count(*)::int as n from pgboss.job where name = ${name}`.execute(t.server.db.kysely)).rows[0]!.n;
+
+  test('transfers created together are prepared by a few setup jobs, and their steps are fetched together', async () => {
     const options = [];
     for (let i = 0; i < TRANSFERS; i++) options.push((await quoteOption(t, c, `${100 + i}.00`)).optionId);
+    const setupJobsBefore = await jobCount('transfers.setup');
     const created = await Promise.all(options.map((optionId) => createTransfer(t, c, optionId)));
     for (const res of created) assert.equal(res.status, 201, res.text);
     const ids = created.map((res) => res.body.id as string);
@@ -45,12 +50,18 @@ describe('sandbox engine steps', () => {
       assert.match(transfer.legs[0].providerReference, /^SIM-/);
       await assertHistoryConsistent(t, transfer);
     }
+    const setupJobs = (await jobCount('transfers.setup')) - setupJobsBefore;
+    assert.ok(setupJobs >= 1 && setupJobs < TRANSFERS, `${TRANSFERS} transfers created together queued ${setupJobs} setup jobs`);
 
+    // Funded together, their first execution steps come due together.
+    for (const id of ids) assert.equal((await fund(t, c, id)).status, 'IN_PROGRESS');
+    // The first execution step hands the leg after the collection to its provider.
+    for (const id of ids) await waitFor(t, c, id, (tr) => tr.legs[1].status !== 'PENDING');
     // One fetch marks every job it takes as started in one statement, so they share started_on.
     const { rows } = await sql<{ jobs: number; fetches: number }>`
       select count(*)::int as jobs, count(distinct started_on)::int as fetches
         from pgboss.job
-       where name = 'transfers.step' and data->>'transferId' in (${sql.join(ids)})`.execute(t.server.db.kysely);
+       where name = 'transfers.step' and started_on is not null and data->>'transferId' in (${sql.join(ids)})`.execute(t.server.db.kysely);
     const { jobs, fetches } = rows[0]!;
     assert.ok(jobs >= TRANSFERS, `${jobs} step jobs for ${TRANSFERS} transfers`);
     assert.ok(fetches < jobs, `${jobs} steps were taken in ${fetches} fetches: one job per fetch`);
@@ -83,7 +94,8 @@ describe('sandbox engine: setups taken in one batch', () => {
   let c: Customer;
 
   before(async () => {
-    // No workers: the transfers stay PENDING_SETUP until the test hands them to stepAll.
+    // No workers: the transfers stay PENDING_SETUP until the test hands them to stepAll or
+    // setUpPending (nothing takes the setup job the creations ask for).
     t = await startTestServer({}, { workers: false });
     c = await newCustomer(t, 'Engine setup batches');
   });
@@ -111,6 +123,41 @@ describe('sandbox engine: setups taken in one batch', () => {
     const { rows } = await sql<{ transactions: number }>`
       select count(distinct xmin::text)::int as transactions from transfers where id in (${sql.join(ids)})`.execute(t.server.db.kysely);
     assert.equal(rows[0]!.transactions, 1, 'the three setups were written by one transaction');
+  });
+
+  const waitingSetupJobs = async () =>
+    (await sql<{ n: number }>`select count(*)::int as n from pgboss.job where name = 'transfers.setup' and state = 'created'`.execute(t.server.db.kysely)).rows[0]!.n;
+
+  test('creations ask for one setup job between them; the sweep asks again for transfers left waiting', async () => {
+    await sql`delete from pgboss.job where name = 'transfers.setup'`.execute(t.server.db.kysely);
+    const options = [];
+    for (let i = 0; i < 3; i++) options.push((await quoteOption(t, c, `${400 + i}.00`)).optionId);
+    const created = await Promise.all(options.map((optionId) => createTransfer(t, c, optionId)));
+    for (const res of created) assert.equal(res.status, 201, res.text);
+    // The request is sent shortly after the creations commit; nothing works it in this process.
+    const deadline = Date.now() + 10_000;
+    while ((await waitingSetupJobs()) === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
+    assert.equal(await waitingSetupJobs(), 1);
+
+    // A process that died before sending leaves its transfers waiting: the sweep queues the job.
+    await sql`delete from pgboss.job where name = 'transfers.setup'`.execute(t.server.db.kysely);
+    await t.server.services.engine.sweep();
+    assert.equal(await waitingSetupJobs(), 1);
+    await t.server.services.engine.setUpPending();
+    assert.deepEqual(await statuses(created.map((res) => res.body.id as string)), ['READY_TO_FUND', 'READY_TO_FUND', 'READY_TO_FUND']);
+  });
+
+  test('the setup job prepares every transfer waiting, and fails (to run again) while one cannot be prepared', async () => {
+    const ids = await pendingTransfers(3);
+    const db = t.server.db.kysely;
+    const { rows } = await sql<{ provider_id: string }>`select provider_id from transfer_legs where transfer_id = ${ids[1]!} and kind = 'COLLECTION'`.execute(db);
+    await sql`update transfer_legs set provider_id = 'sim-not-configured' where transfer_id = ${ids[1]!} and kind = 'COLLECTION'`.execute(db);
+    await assert.rejects(t.server.services.engine.setUpPending(), /1 transfer\(s\) could not be prepared: .*sim-not-configured/);
+    assert.deepEqual(await statuses(ids), ['READY_TO_FUND', 'PENDING_SETUP', 'READY_TO_FUND']);
+    await sql`update transfer_legs set provider_id = ${rows[0]!.provider_id} where transfer_id = ${ids[1]!} and kind = 'COLLECTION'`.execute(db);
+    await t.server.services.engine.setUpPending();
+    assert.deepEqual(await statuses(ids), ['READY_TO_FUND', 'READY_TO_FUND', 'READY_TO_FUND']);
+    await assertHistoryConsistent(t, await getTransfer(t, c, ids[1]!));
   });
 
   test('a transfer whose provider refuses the hand-off fails alone; the rest are prepared', async () => {

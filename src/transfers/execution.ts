@@ -42,6 +42,11 @@ interface HandedLeg {
 
 const asError = (err: unknown): Error => (err instanceof Error ? err : new Error(String(err)));
 
+/** Transfers one setup batch prepares together (one read, one transaction, one commit). */
+const SETUP_BATCH = 25;
+/** Setup batches the setup job has under way at once. */
+const SETUP_PAGES_AT_ONCE = 2;
+
 /** Seconds between simulated steps at CORRIDOR_SANDBOX_SPEED=1. */
 export const BASE_STEP_SECONDS = 5;
 
@@ -291,10 +296,44 @@ export class TransferEngine {
     return provider;
   }
 
-  /** Re-sends a step for every transfer the engine owns (at start, and periodically for stragglers). */
+  /**
+   * The transfers.setup job: prepares every transfer waiting in PENDING_SETUP, oldest first, a
+   * page at a time (each page as stepAll takes it: the hand-offs, then one transaction), with
+   * SETUP_PAGES_AT_ONCE pages under way so one page's round trips overlap another's, until none
+   * is left that this run has not tried. Transfers created meanwhile are taken too. Fails, so
+   * that the queue runs it again later, when any transfer could not be prepared.
+   */
+  async setUpPending(): Promise<void> {
+    const tried = new Set<string>();
+    const failures: Error[] = [];
+    let after: { updated_at: Date; id: string } | null = null;
+    let reading: Promise<string[]> = Promise.resolve([]);
+    // Pages are read one after the other, so that each starts where the last one ended.
+    const nextPage = (): Promise<string[]> =>
+      (reading = reading.then(async () => {
+        const page = await this.#repo.pendingSetup(after, SETUP_BATCH);
+        const fresh = page.filter((row) => !tried.has(row.id));
+        for (const row of fresh) tried.add(row.id);
+        if (fresh.length) after = page[page.length - 1]!;
+        return fresh.map((row) => row.id);
+      }));
+    const worker = async () => {
+      for (let ids = await nextPage(); ids.length; ids = await nextPage()) {
+        for (const err of await this.stepAll(ids)) if (err) failures.push(err);
+      }
+    };
+    await Promise.all(Array.from({ length: SETUP_PAGES_AT_ONCE }, worker));
+    if (failures.length) throw new AggregateError(failures, `${failures.length} transfer(s) could not be prepared: ${failures[0]!.message}`);
+  }
+
+  /**
+   * Queues what every transfer the engine owns needs (at start, and periodically for
+   * stragglers): one setup job for those waiting in PENDING_SETUP, a step for each in progress.
+   */
   async sweep(options: { idleForMs?: number } = {}): Promise<number> {
     const rows = await this.#repo.engineOwned(new Date(Date.now() - (options.idleForMs ?? 0)), 1000);
-    for (const row of rows) await this.#transfers.scheduleSweepStep(row.id);
+    for (const row of rows) if (row.status === 'IN_PROGRESS') await this.#transfers.scheduleSweepStep(row.id);
+    if (rows.some((row) => row.status === 'PENDING_SETUP')) await this.#transfers.sendSetup();
     return rows.length;
   }
 

@@ -294,6 +294,16 @@ export class TransferRepository {
     return { rows, total: Number(count.n) };
   }
 
+  /**
+   * Transfers waiting in PENDING_SETUP, oldest first, after `after` (a page of them; null for
+   * the first). A transfer never changes while it waits there, so updated_at is when it was created.
+   */
+  async pendingSetup(after: { updated_at: Date; id: string } | null, limit: number): Promise<Array<Pick<TransferRow, 'id' | 'updated_at'>>> {
+    let q = this.#db.selectFrom('transfers').select(['id', 'updated_at']).where('status', '=', 'PENDING_SETUP');
+    if (after) q = q.where((eb) => eb.or([eb('updated_at', '>', after.updated_at), eb.and([eb('updated_at', '=', after.updated_at), eb('id', '>', after.id)])]));
+    return q.orderBy('updated_at').orderBy('id').limit(limit).execute();
+  }
+
   /** Transfers the engine is responsible for moving (setup or execution), oldest change first. */
   async engineOwned(updatedBefore: Date, limit: number): Promise<Array<Pick<TransferRow, 'id' | 'status'>>> {
     return this.#db

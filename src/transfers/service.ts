@@ -25,12 +25,24 @@ import type { CreateTransferBody, OpsTransferListQuery, Transfer, TransferListQu
 import { CANCELABLE, LEG_MOVES, blockingPartyOf, firstStage, isLegTerminal, isTerminal, refuseMove } from './state-machine.ts';
 import type { TransferStatus } from './state-machine.ts';
 import { isUuid } from '../platform/ids.ts';
+import type { Logger } from '../platform/logger.ts';
 
 /** A transfer for the API: the stored view as JSON text, or an object when it had to be built or completed. */
 export type TransferBody = Transfer | string;
 
 /** The job that moves a transfer one step (setup or execution); its handler is TransferEngine.step. */
 export const STEP_JOB = 'transfers.step';
+
+/**
+ * The job that prepares every transfer waiting in PENDING_SETUP (TransferEngine.setUpPending).
+ * One such job is queued at a time, not one per transfer: the transfers table says durably what
+ * needs setting up, and a job per creation (its insert in the creation's transaction, its fetch and
+ * its completion) cost more than a fifth of a creation (docs/TRANSFERS.md).
+ */
+export const SETUP_JOB = 'transfers.setup';
+
+/** Creations committed within this window share one queued setup job. */
+const SETUP_REQUEST_WINDOW_MS = 50;
 
 const CREATE_OPERATION = 'POST /v1/transfers';
 
@@ -89,6 +101,7 @@ export interface TransferServiceOptions {
   scheduler: StepScheduler;
   /** Seconds between simulated execution steps at speed 1 (divided by CORRIDOR_SANDBOX_SPEED). */
   stepDelayMs: number;
+  log?: Pick<Logger, 'warn'>;
 }
 
 /** The sandbox outcome a quote request's amount asks for (DECISIONS.md §6): its fraction decides. */
@@ -128,7 +141,9 @@ export class TransferService {
   readonly #idempotency: IdempotencyStore;
   readonly #scheduler: StepScheduler;
   readonly #stepDelayMs: number;
+  readonly #log: Pick<Logger, 'warn'> | null;
   #funding: FundingPort | null = null;
+  #setupRequest: NodeJS.Timeout | null = null;
 
   constructor(options: TransferServiceOptions) {
     this.#db = options.db;
@@ -142,6 +157,7 @@ export class TransferService {
     this.#idempotency = options.idempotency;
     this.#scheduler = options.scheduler;
     this.#stepDelayMs = options.stepDelayMs;
+    this.#log = options.log ?? null;
   }
 
   /** Funding is built after this service (it calls transition()); it is wired here once it exists. */
@@ -184,7 +200,9 @@ export class TransferService {
         throw err;
       });
     }
-    return this.#idempotency.run<Transfer>(scope, async (trx) => ({ status: 201, body: await this.#insert(trx, organizationId, body, prepared) }));
+    const created = await this.#idempotency.run<Transfer>(scope, async (trx) => ({ status: 201, body: await this.#insert(trx, organizationId, body, prepared) }));
+    if (!created.replayed) this.requestSetup();
+    return created;
   }
 
   /** Every check that does not need the transaction; returns what the insert needs. */
@@ -327,8 +345,35 @@ export class TransferService {
       type: 'transfer.status_changed',
       data: { transferId: id, status, previousStatus: null, blockingParty: row.blocking_party, version: 1 },
     });
-    await this.scheduleStep(trx, id, 0);
     return view;
+  }
+
+  /**
+   * Asks for a setup job after a creation committed. Requests within a short window share one
+   * send, made after all of them committed, so the job it queues sees every one of them. Should
+   * the send fail, or the process die first, the engine's sweep (at start, then every minute)
+   * queues the setup instead: the transfer waits in PENDING_SETUP, it is not lost.
+   */
+  requestSetup(): void {
+    if (this.#setupRequest) return;
+    this.#setupRequest = setTimeout(() => {
+      this.#setupRequest = null;
+      this.sendSetup().catch((err: unknown) => this.#log?.warn({ err }, 'could not queue the setup job; the sweep will'));
+    }, SETUP_REQUEST_WINDOW_MS);
+    this.#setupRequest.unref();
+  }
+
+  /** Sends a setup request still waiting for its window (shutdown: before the queue stops). */
+  async flushSetupRequest(): Promise<void> {
+    if (!this.#setupRequest) return;
+    clearTimeout(this.#setupRequest);
+    this.#setupRequest = null;
+    await this.sendSetup().catch((err: unknown) => this.#log?.warn({ err }, 'could not queue the setup job; the sweep will'));
+  }
+
+  /** Queues the setup job now (outside any transaction); one already waiting makes this a no-op. */
+  async sendSetup(): Promise<void> {
+    await this.#scheduler.send(SETUP_JOB, {}, {});
   }
 
   /** Enqueues the transfer's next engine step inside the transaction (one queued step per transfer). */
