@@ -30,14 +30,17 @@ import type { Logger } from '../platform/logger.ts';
 /** A transfer for the API: the stored view as JSON text, or an object when it had to be built or completed. */
 export type TransferBody = Transfer | string;
 
-/** The job that moves a transfer one step (setup or execution); its handler is TransferEngine.step. */
+/**
+ * The job that moves a transfer one step of execution; its handler is TransferEngine.step (which
+ * also prepares a transfer still in PENDING_SETUP, should a step reach one).
+ */
 export const STEP_JOB = 'transfers.step';
 
 /**
  * The job that prepares every transfer waiting in PENDING_SETUP (TransferEngine.setUpPending).
  * One such job is queued at a time, not one per transfer: the transfers table says durably what
  * needs setting up, and a job per creation (its insert in the creation's transaction, its fetch and
- * its completion) cost more than a fifth of a creation (docs/TRANSFERS.md).
+ * its completion) cost about 7% of a creation's CPU (docs/TRANSFERS.md).
  */
 export const SETUP_JOB = 'transfers.setup';
 
