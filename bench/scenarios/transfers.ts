@@ -1,8 +1,10 @@
 // Quote + transfer creation and transfer reads over real HTTPS against a Corridor child process on
 // PostgreSQL. References measured in the same run: pgbench simple-update TPS on the same server
 // (for creation) and the rate of unauthenticated GET /health (for reads).
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import path from 'node:path';
+import type { Agent } from 'undici';
 import { call, cpuBetween, fmt, hit, insecureAgent, load, loadInterleaved, readCpu, scratchDatabase, startCorridor, withClient } from '../lib.ts';
 import type { BenchContext, BenchResult, CpuReading, LoadResult } from '../lib.ts';
 
@@ -12,10 +14,13 @@ const ROUNDS = 5;
 const TARGET_CREATE = 0.25;
 const TARGET_GET = 0.4;
 
-function pgbench(url: string, log: (s: string) => void): { tps: number; cpu: CpuReading | null; transactions: number } {
+async function pgbench(url: string, log: (s: string) => void): Promise<{ tps: number; cpu: CpuReading | null; transactions: number }> {
   execFileSync('pgbench', ['-i', '-q', url], { stdio: 'pipe' });
   const before = readCpu(undefined);
   const out = execFileSync('pgbench', ['-N', '-T', '10', '-c', '2', url], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  // pgbench's backends count once the postmaster has reaped them, a moment after pgbench exits
+  // (read at once, their CPU was missing: 0.00 ms per transaction on 2026-11-25).
+  await new Promise((r) => setTimeout(r, 500));
   const cpu = cpuBetween(before, readCpu(undefined));
   const tps = /tps = ([\d.]+) \(without initial connection time\)/.exec(out)?.[1];
   const transactions = /number of transactions actually processed: (\d+)/.exec(out)?.[1];
@@ -64,11 +69,95 @@ function cpuTable(reference: { cpu: CpuReading | null; transactions: number }, p
     '',
     'CPU time per operation over each measured phase (from /proc; "machine" is every process on both vCPUs, the load generators included):',
     '',
-    '| operation | machine ms | PostgreSQL ms | Corridor process ms |',
+    '| operation | machine ms | PostgreSQL ms | server process ms (Corridor or the stack floor) |',
     '|---|---|---|---|',
     `| pgbench simple-update transaction | ${ms(reference.cpu.machine, reference.transactions)} | ${ms(reference.cpu.postgres, reference.transactions)} | |`,
     ...phases.map((p) => `| ${p.name} | ${ms(p.cpu!.machine, p.count)} | ${ms(p.cpu!.postgres, p.count)} | ${ms(p.cpu!.corridor, p.count)} |`),
   ];
+}
+
+/**
+ * The two requests of a creation, against Corridor or the stack floor alike: a quote (USD ACH to
+ * EUR SEPA bound to the saved fiat account) answering its best option, and a transfer on an
+ * option, with a fresh Idempotency-Key, answering the transfer's id.
+ */
+function creationCalls(agent: Agent, base: string, apiKey: string, entityId: string, accountId: string) {
+  const must = async (url: string, body: unknown, headers: Record<string, string> = {}) => {
+    const res = await call(agent, base, 'POST', url, { headers: { 'x-api-key': apiKey, ...headers }, body });
+    if (res.status >= 300) throw new Error(`POST ${url}: ${res.status} ${JSON.stringify(res.body)}`);
+    return res.body;
+  };
+  return {
+    quoteOne: async (): Promise<string> => {
+      const quote = await must('/v1/quotes', {
+        entityId,
+        from: { type: 'FIAT', country: 'US', currency: 'USD', method: 'ACH' },
+        to: { type: 'FIAT', country: 'DE', currency: 'EUR', method: 'SEPA' },
+        amount: `${100 + Math.floor(Math.random() * 900)}.00`,
+        fixedSide: 'FROM',
+        destinationFiatAccountId: accountId,
+      });
+      return quote.options[0].id as string;
+    },
+    transferOne: async (quoteOptionId: string): Promise<string> => {
+      const transfer = await must('/v1/transfers', { quoteOptionId, destination: { type: 'FIAT_ACCOUNT', fiatAccountId: accountId }, entityId }, { 'idempotency-key': randomUUID() });
+      return transfer.id as string;
+    },
+  };
+}
+
+/** Statements per creation of each stack-floor shape (bench/stack-floor.ts), quote + transfer. */
+const FLOOR_SHAPES = [
+  { shape: 'corridor', statements: '4 + 12', label: "Corridor's statements" },
+  { shape: 'fewest', statements: '2 + 8', label: 'fewest statements' },
+  { shape: 'single', statements: '2 + 2', label: 'one statement per write' },
+] as const;
+
+interface FloorMeasure {
+  label: string;
+  statements: string;
+  result: LoadResult;
+  cpu: CpuReading | null;
+}
+
+/**
+ * Runs the stack floor on the database Corridor filled (Corridor stopped, so its engine leaves
+ * the copied rows alone) and measures its creations as Corridor's were measured.
+ */
+async function measureFloor(dbUrl: string, entityId: string, accountId: string, log: (s: string) => void): Promise<FloorMeasure[]> {
+  const measures: FloorMeasure[] = [];
+  for (const { shape, statements, label } of FLOOR_SHAPES) {
+    const child = spawn(process.execPath, [path.join(import.meta.dirname, '..', 'stack-floor.ts')], {
+      env: { ...process.env, DATABASE_URL: dbUrl, FLOOR_SHAPE: shape },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    const agent = insecureAgent(CONCURRENCY);
+    try {
+      const [base, apiKey] = await new Promise<[string, string]>((resolve, reject) => {
+        let out = '';
+        child.stdout.on('data', (d: Buffer) => {
+          out += d.toString();
+          const m = /listening on (\S+) key (\S+)\n\n/.exec(out);
+          if (m) resolve([m[1]!, m[2]!]);
+        });
+        child.once('exit', (code) => reject(new Error(`stack floor exited ${code}: ${out}`)));
+      });
+      const { quoteOne, transferOne } = creationCalls(agent, base, apiKey, entityId, accountId);
+      const createOne = async () => void (await transferOne(await quoteOne()));
+      await load(CONCURRENCY, 2, createOne);
+      const before = readCpu(child.pid);
+      const result = await load(CONCURRENCY, SECONDS, createOne);
+      measures.push({ label, statements, result, cpu: cpuBetween(before, readCpu(child.pid)) });
+      log(`stack floor, ${label}: ${fmt(result.perSecond)}/s p50 ${fmt(result.p50ms, 2)} ms (${result.errors} errors)`);
+    } finally {
+      await agent.close();
+      if (child.exitCode === null) {
+        child.kill('SIGTERM');
+        await new Promise((r) => child.once('exit', r));
+      }
+    }
+  }
+  return measures;
 }
 
 const row = (name: string, r: LoadResult) => `| ${name} | ${fmt(r.perSecond)} | ${fmt(r.p50ms, 2)} | ${fmt(r.p99ms, 2)} | ${r.requests} | ${r.errors} |`;
@@ -78,7 +167,7 @@ export default async function run(ctx: BenchContext): Promise<BenchResult> {
   let pgbenchTps: number;
   let pgbenchCpu: { cpu: CpuReading | null; transactions: number };
   try {
-    const measured = pgbench(reference.url, ctx.log);
+    const measured = await pgbench(reference.url, ctx.log);
     pgbenchTps = measured.tps;
     pgbenchCpu = measured;
   } finally {
@@ -106,27 +195,8 @@ export default async function run(ctx: BenchContext): Promise<BenchResult> {
       relationship: 'THIRD_PARTY',
     });
     const created: string[] = [];
-    const quoteOne = async (): Promise<string> => {
-      const quote = await must('POST', '/v1/quotes', {
-        entityId: entity.id,
-        from: { type: 'FIAT', country: 'US', currency: 'USD', method: 'ACH' },
-        to: { type: 'FIAT', country: 'DE', currency: 'EUR', method: 'SEPA' },
-        amount: `${100 + Math.floor(Math.random() * 900)}.00`,
-        fixedSide: 'FROM',
-        destinationFiatAccountId: account.id,
-      });
-      return quote.options[0].id as string;
-    };
-    const transferOne = async (quoteOptionId: string) => {
-      const transfer = await must(
-        'POST',
-        '/v1/transfers',
-        { quoteOptionId, destination: { type: 'FIAT_ACCOUNT', fiatAccountId: account.id }, entityId: entity.id },
-        { 'idempotency-key': randomUUID() },
-      );
-      created.push(transfer.id as string);
-    };
-    const createOne = async () => transferOne(await quoteOne());
+    const { quoteOne, transferOne } = creationCalls(agent, base, corridor.apiKey, entity.id as string, account.id as string);
+    const createOne = async () => void created.push(await transferOne(await quoteOne()));
 
     // Warm-up of each path (JIT, connection pools, TLS sessions), then the measured runs.
     const warmup = (await load(CONCURRENCY, 2, createOne)).requests;
@@ -150,7 +220,7 @@ export default async function run(ctx: BenchContext): Promise<BenchResult> {
     const transferAlone = async () => {
       const option = options.pop();
       if (!option) throw new Error('the quote phase made too few options for this phase');
-      await transferOne(option);
+      created.push(await transferOne(option));
     };
     await load(CONCURRENCY, 2, transferAlone);
     const transferCpuBefore = readCpu(corridor.child.pid);
@@ -179,6 +249,9 @@ export default async function run(ctx: BenchContext): Promise<BenchResult> {
     const [reads, health] = (await loadInterleaved(CONCURRENCY, SECONDS, ROUNDS, [getOne, healthOne])) as [LoadResult, LoadResult];
     ctx.log(`GET transfer: ${fmt(reads.perSecond)}/s p50 ${fmt(reads.p50ms, 2)} ms p99 ${fmt(reads.p99ms, 2)} ms (${reads.errors} errors)`);
     ctx.log(`GET /health: ${fmt(health.perSecond)}/s p50 ${fmt(health.p50ms, 2)} ms p99 ${fmt(health.p99ms, 2)} ms`);
+
+    await corridor.close();
+    const floor = await measureFloor(db.url, entity.id as string, account.id as string, ctx.log);
 
     const createRatio = creation.perSecond / pgbenchTps;
     const half = (name: string, r: LoadResult) =>
@@ -224,7 +297,28 @@ export default async function run(ctx: BenchContext): Promise<BenchResult> {
         { name: 'quote + transfer creation', cpu: creationCpu, count: creation.requests },
         { name: 'quote request alone', cpu: quoteCpu, count: quotes.requests },
         { name: 'transfer request alone', cpu: transferCpu, count: transfers.requests },
+        ...floor.map((f) => ({ name: `stack floor creation, ${f.label}`, cpu: f.cpu, count: f.result.requests })),
       ]),
+      '',
+      '### The stack floor',
+      '',
+      `How far any implementation on this stack could go, measured after Corridor stopped, on the same database and with the same clients: ` +
+        `\`bench/stack-floor.ts\` is Fastify 5 with TypeBox bodies, Kysely over node-postgres opened by \`src/platform/db\` (the same ` +
+        `prepared statements), HTTPS with a self-signed certificate, answering the same two requests by writing copies of the rows Corridor ` +
+        `wrote (quote and options; transfer, legs and first timeline item; event; idempotency record), and doing nothing else: no ` +
+        `validation beyond the body schema, no path search or pricing, no views, no logging, and no setup job (Corridor also prepares each ` +
+        `transfer). "Corridor's statements" runs the statements Corridor runs for a creation, in its order (quote: API key, entity, ` +
+        `destination, insert; transfer: API key, entity, option, destination, begin, idempotency record, option taken, insert, event, ` +
+        `webhook subscriptions, stored response, commit). "Fewest statements" keeps only the API key reads and the writes. ` +
+        `"One statement per write" also folds the transfer's writes into one statement of data-modifying CTEs (its idempotency record ` +
+        `written whole, no explicit transaction): a creation is then two API key reads and two writes.`,
+      '',
+      '| stack floor | statements (quote + transfer) | per second | share of pgbench TPS | p50 ms | p99 ms | requests | errors |',
+      '|---|---|---|---|---|---|---|---|',
+      ...floor.map(
+        (f) =>
+          `| ${f.label} | ${f.statements} | ${fmt(f.result.perSecond)} | ${fmt((f.result.perSecond / pgbenchTps) * 100)}% | ${fmt(f.result.p50ms, 2)} | ${fmt(f.result.p99ms, 2)} | ${f.result.requests} | ${f.result.errors} |`,
+      ),
     ].join('\n');
     return { title: 'Quotes and transfers', markdown };
   } finally {
