@@ -56,8 +56,9 @@ async function template(table: string, where: string, value: unknown): Promise<(
   return (changes) => ({ ...base, ...changes });
 }
 
-const transferTemplate = await db.selectFrom('transfers').select(['id', 'quote_id']).orderBy('created_at').limit(1).executeTakeFirstOrThrow();
-const key = await db.selectFrom('api_keys').select(['lookup_id']).where('revoked_at', 'is', null).limit(1).executeTakeFirstOrThrow();
+const transferTemplate = await db.selectFrom('transfers').select(['id', 'quote_id', 'organization_id']).orderBy('created_at').limit(1).executeTakeFirstOrThrow();
+// The key of the organization whose transfer is copied, so its entity and destination are its own.
+const key = await db.selectFrom('api_keys').select(['lookup_id']).where('organization_id', '=', transferTemplate.organization_id).where('revoked_at', 'is', null).limit(1).executeTakeFirstOrThrow();
 const quote = await template('quotes', 'id', transferTemplate.quote_id);
 const optionRows = (await db.selectFrom('quote_options').select('id').where('quote_id', '=', transferTemplate.quote_id).orderBy('rank').execute()) as Array<{ id: string }>;
 const options = await Promise.all(optionRows.map((o) => template('quote_options', 'id', o.id)));

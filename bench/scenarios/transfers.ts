@@ -1,11 +1,10 @@
 // Quote + transfer creation and transfer reads over real HTTPS against a Corridor child process on
 // PostgreSQL. References measured in the same run: pgbench simple-update TPS on the same server
 // (for creation) and the rate of unauthenticated GET /health (for reads).
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import path from 'node:path';
 import type { Agent } from 'undici';
-import { call, cpuBetween, fmt, hit, insecureAgent, load, loadInterleaved, readCpu, scratchDatabase, startCorridor, withClient } from '../lib.ts';
+import { call, cpuBetween, fmt, hit, insecureAgent, load, loadInterleaved, readCpu, scratchDatabase, startCorridor, startStackFloor, withClient } from '../lib.ts';
 import type { BenchContext, BenchResult, CpuReading, LoadResult } from '../lib.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -81,7 +80,7 @@ function cpuTable(reference: { cpu: CpuReading | null; transactions: number }, p
  * EUR SEPA bound to the saved fiat account) answering its best option, and a transfer on an
  * option, with a fresh Idempotency-Key, answering the transfer's id.
  */
-function creationCalls(agent: Agent, base: string, apiKey: string, entityId: string, accountId: string) {
+export function creationCalls(agent: Agent, base: string, apiKey: string, entityId: string, accountId: string) {
   const must = async (url: string, body: unknown, headers: Record<string, string> = {}) => {
     const res = await call(agent, base, 'POST', url, { headers: { 'x-api-key': apiKey, ...headers }, body });
     if (res.status >= 300) throw new Error(`POST ${url}: ${res.status} ${JSON.stringify(res.body)}`);
@@ -127,34 +126,19 @@ interface FloorMeasure {
 async function measureFloor(dbUrl: string, entityId: string, accountId: string, log: (s: string) => void): Promise<FloorMeasure[]> {
   const measures: FloorMeasure[] = [];
   for (const { shape, statements, label } of FLOOR_SHAPES) {
-    const child = spawn(process.execPath, [path.join(import.meta.dirname, '..', 'stack-floor.ts')], {
-      env: { ...process.env, DATABASE_URL: dbUrl, FLOOR_SHAPE: shape },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
+    const floor = await startStackFloor(dbUrl, shape);
     const agent = insecureAgent(CONCURRENCY);
     try {
-      const [base, apiKey] = await new Promise<[string, string]>((resolve, reject) => {
-        let out = '';
-        child.stdout.on('data', (d: Buffer) => {
-          out += d.toString();
-          const m = /listening on (\S+) key (\S+)\n\n/.exec(out);
-          if (m) resolve([m[1]!, m[2]!]);
-        });
-        child.once('exit', (code) => reject(new Error(`stack floor exited ${code}: ${out}`)));
-      });
-      const { quoteOne, transferOne } = creationCalls(agent, base, apiKey, entityId, accountId);
+      const { quoteOne, transferOne } = creationCalls(agent, floor.baseUrl, floor.apiKey, entityId, accountId);
       const createOne = async () => void (await transferOne(await quoteOne()));
       await load(CONCURRENCY, 2, createOne);
-      const before = readCpu(child.pid);
+      const before = readCpu(floor.child.pid);
       const result = await load(CONCURRENCY, SECONDS, createOne);
-      measures.push({ label, statements, result, cpu: cpuBetween(before, readCpu(child.pid)) });
+      measures.push({ label, statements, result, cpu: cpuBetween(before, readCpu(floor.child.pid)) });
       log(`stack floor, ${label}: ${fmt(result.perSecond)}/s p50 ${fmt(result.p50ms, 2)} ms (${result.errors} errors)`);
     } finally {
       await agent.close();
-      if (child.exitCode === null) {
-        child.kill('SIGTERM');
-        await new Promise((r) => child.once('exit', r));
-      }
+      await floor.close();
     }
   }
   return measures;
