@@ -16,6 +16,14 @@ interface Tables {
   events: WithDefaults<EventRow, 'sequence' | 'created_at' | 'transaction_id'>;
 }
 
+export interface NewEventRow {
+  id: string;
+  organization_id: string;
+  type: string;
+  data: Record<string, unknown>;
+  created_at?: Date;
+}
+
 /** Where a reader stands in an organization's event stream. */
 export interface StreamPosition {
   transactionId: string;
@@ -32,13 +40,21 @@ export class EventRepository {
     this.#db = db;
   }
 
-  async insert(db: Kysely<any>, row: { id: string; organization_id: string; type: string; data: Record<string, unknown>; created_at?: Date }): Promise<Date> {
+  async insert(db: Kysely<any>, row: NewEventRow): Promise<Date> {
+    const [createdAt] = await this.insertMany(db, [row]);
+    return createdAt!;
+  }
+
+  /** Several events in one statement; answers each one's created_at, in the order given. */
+  async insertMany(db: Kysely<any>, rows: NewEventRow[]): Promise<Date[]> {
+    if (!rows.length) return [];
     const inserted = await (db as Kysely<Tables>)
       .insertInto('events')
-      .values({ ...row, data: JSON.stringify(row.data) as never })
-      .returning(['created_at'])
-      .executeTakeFirstOrThrow();
-    return inserted.created_at;
+      .values(rows.map((row) => ({ ...row, data: JSON.stringify(row.data) as never })))
+      .returning(['id', 'created_at'])
+      .execute();
+    const createdAt = new Map(inserted.map((r) => [r.id, r.created_at]));
+    return rows.map((row) => createdAt.get(row.id)!);
   }
 
   async find(organizationId: string, id: string): Promise<EventRow | undefined> {

@@ -28,6 +28,15 @@ export interface EventBody {
   data: Record<string, unknown>;
 }
 
+/** An event to record: the change's own id and instant when it keeps a record of them (see record()). */
+export interface NewEvent {
+  organizationId: string;
+  type: EventType;
+  data: Record<string, unknown>;
+  id?: string;
+  occurredAt?: Date;
+}
+
 export type EventSubscriber = (trx: Transaction<any>, event: RecordedEvent) => Promise<void>;
 
 // What an event may carry (DECISIONS.md §7). Anything else a producer passes, such as a provider's
@@ -82,15 +91,26 @@ export class EventService {
    * (a transfer's timeline item) passes that record's id and time, so the event a receiver gets,
    * the timeline and the reports built from it name the change by one id and one instant.
    */
-  async record(
-    trx: Transaction<any>,
-    event: { organizationId: string; type: EventType; data: Record<string, unknown>; id?: string; occurredAt?: Date },
-  ): Promise<RecordedEvent> {
-    const id = event.id ?? randomUUID();
-    const data = eventData(event.type, event.data);
-    const createdAt = await this.#repo.insert(trx, { id, organization_id: event.organizationId, type: event.type, data, ...(event.occurredAt ? { created_at: event.occurredAt } : {}) });
-    const recorded: RecordedEvent = { id, type: event.type, organizationId: event.organizationId, data, createdAt };
-    for (const subscriber of this.#subscribers) await subscriber(trx, recorded);
+  async record(trx: Transaction<any>, event: NewEvent): Promise<RecordedEvent> {
+    return (await this.recordMany(trx, [event]))[0]!;
+  }
+
+  /**
+   * record() for several events of one transaction, written in one statement (a batch of
+   * transfers prepared together records two events each); the subscribers then run for each, in
+   * the order given.
+   */
+  async recordMany(trx: Transaction<any>, events: NewEvent[]): Promise<RecordedEvent[]> {
+    const rows = events.map((event) => ({
+      id: event.id ?? randomUUID(),
+      organization_id: event.organizationId,
+      type: event.type,
+      data: eventData(event.type, event.data),
+      ...(event.occurredAt ? { created_at: event.occurredAt } : {}),
+    }));
+    const createdAt = await this.#repo.insertMany(trx, rows);
+    const recorded = rows.map((row, i): RecordedEvent => ({ id: row.id, type: row.type, organizationId: row.organization_id, data: row.data, createdAt: createdAt[i]! }));
+    for (const event of recorded) for (const subscriber of this.#subscribers) await subscriber(trx, event);
     return recorded;
   }
 

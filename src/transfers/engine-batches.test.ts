@@ -192,4 +192,26 @@ describe('sandbox engine: setups taken in one batch', () => {
     assert.deepEqual(await t.server.services.engine.stepAll([ids[1]!]), [null]);
     await assertHistoryConsistent(t, await getTransfer(t, c, ids[1]!));
   });
+
+  test('a batched write that matches fewer rows than it changes fails whole: a leg of another transfer is not written', async () => {
+    const [id] = await pendingTransfers(1);
+    const repo = t.server.services.transfers.repository;
+    const row = (await repo.find(id!))!;
+    const [leg] = await repo.legs(id!);
+    const now = new Date();
+    const write = (legTransferId: string) =>
+      t.server.db.kysely.transaction().execute((trx) =>
+        repo.writeChanges(trx, {
+          items: [],
+          legs: [{ ...leg!, transfer_id: legTransferId, status: 'PROCESSING', updated_at: now }],
+          transfers: [{ ...row, version: row.version + 1, updated_at: now }],
+        }),
+      );
+    await assert.rejects(write(randomUUID()), /matched 1 and 0/);
+    assert.equal((await repo.find(id!))!.version, row.version, 'the transfer was not changed either');
+    assert.equal((await repo.legs(id!))[0]!.status, 'PENDING');
+    // The same write with the leg's own transfer goes through.
+    await write(id!);
+    assert.equal((await repo.find(id!))!.version, row.version + 1);
+  });
 });

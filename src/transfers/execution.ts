@@ -180,7 +180,9 @@ export class TransferEngine {
 
   /** Setup's change for one handed-off transfer, in its own transaction. */
   #setUpAlone(transfer: TransferRow, legs: LegRow[], started: HandedLeg | null): Promise<void> {
-    return this.#inTransaction(transfer.id, 'PENDING_SETUP', (trx, locked) => this.#completeSetup(trx, locked, transfer.version, legs, started));
+    return this.#inTransaction(transfer.id, 'PENDING_SETUP', async (trx, locked) => {
+      await this.#transfers.completeSetups(trx, [await this.#setupOf(trx, locked, transfer.version, legs, started)]);
+    });
   }
 
   /**
@@ -207,10 +209,12 @@ export class TransferEngine {
     try {
       await this.#db.transaction().execute(async (trx) => {
         const locked = new Map((await this.#repo.lockMany(trx, ready.map((h) => h.transfer.id))).map((row) => [row.id, row]));
+        const setups = [];
         for (const { transfer, started } of ready) {
           const row = locked.get(transfer.id);
-          if (row?.status === 'PENDING_SETUP') await this.#completeSetup(trx, row, transfer.version, transfer.legs, started);
+          if (row?.status === 'PENDING_SETUP') setups.push(await this.#setupOf(trx, row, transfer.version, transfer.legs, started));
         }
+        await this.#transfers.completeSetups(trx, setups);
       });
     } catch (err) {
       this.#log.warn({ err, transfers: ready.length }, 'batched setup failed; preparing each transfer on its own');
@@ -235,17 +239,18 @@ export class TransferEngine {
     return { legId: collection.id, reference: handOff.providerReference, report: handOff.report };
   }
 
-  /** Setup's change, on the locked transfer: the handed leg's state, then READY_TO_FUND. */
-  async #completeSetup(trx: Transaction<any>, locked: TransferRow, readVersion: number, readLegs: LegRow[], started: HandedLeg | null): Promise<void> {
-    let current = locked;
-    const inTrx = await this.#legsUnder(trx, current, readVersion, readLegs);
-    const leg = started && inTrx.find((l) => l.id === started.legId);
-    if (leg && started && leg.status === 'PENDING') {
-      const changed = await this.#transfers.changeLeg(trx, current, leg, { status: started.report.status, progressStage: started.report.progressStage, providerReference: started.reference });
-      current = changed.transfer;
-      inTrx[inTrx.indexOf(leg)] = changed.leg;
-    }
-    await this.#transfers.transitionLocked(trx, current, { transferId: current.id, to: 'READY_TO_FUND', reason: null, actor: { system: 'engine' } }, inTrx);
+  /**
+   * Setup's change for a locked transfer, as TransferService.completeSetups takes it: the state
+   * the provider gave the handed leg, if the leg is still PENDING, then READY_TO_FUND.
+   */
+  async #setupOf(trx: Transaction<any>, locked: TransferRow, readVersion: number, readLegs: LegRow[], started: HandedLeg | null) {
+    const legs = await this.#legsUnder(trx, locked, readVersion, readLegs);
+    const leg = started && legs.find((l) => l.id === started.legId);
+    const handed =
+      leg && started && leg.status === 'PENDING'
+        ? { legId: leg.id, change: { status: started.report.status, progressStage: started.report.progressStage, providerReference: started.reference } }
+        : null;
+    return { locked, legs, handed };
   }
 
   /**

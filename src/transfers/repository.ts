@@ -275,6 +275,47 @@ export class TransferRepository {
     return row;
   }
 
+  /**
+   * updateWithTimeline() for changes to several locked transfers, in one statement: every
+   * timeline item, every changed leg as it now is, and every transfer as it now is (the
+   * columns a change writes). Each transfer and leg appears once, in its final state.
+   */
+  async writeChanges(trx: Transaction<any>, changes: { items: Array<NewTimelineRow & { occurred_at: Date }>; legs: LegRow[]; transfers: TransferRow[] }): Promise<void> {
+    const { items, legs, transfers } = changes;
+    if (!transfers.length) return;
+    const legValues = legs.map(
+      (l) =>
+        sql`(${l.id}::uuid, ${l.transfer_id}::uuid, ${l.status}::text, ${l.progress_stage}::text, ${l.provider_reference}::text, ${l.actual_amount_in}::numeric, ${l.actual_amount_out}::numeric, ${l.status_reason}::text, ${l.updated_at}::timestamptz)`,
+    );
+    const transferValues = transfers.map(
+      (t) =>
+        sql`(${t.id}::uuid, ${t.status}::text, ${t.blocking_party}::text, ${t.status_reason}::text, ${t.version}::integer, ${t.updated_at}::timestamptz, ${t.api_view}::text, ${t.funds_received_at}::timestamptz, ${t.reviewed_at}::timestamptz, ${t.actual_source_amount}::numeric, ${t.actual_destination_amount}::numeric, ${t.actual_fee_total}::numeric)`,
+    );
+    const changedLegs = legs.length
+      ? sql`update transfer_legs as l set status = v.status, progress_stage = v.progress_stage, provider_reference = v.provider_reference,
+          actual_amount_in = v.actual_amount_in, actual_amount_out = v.actual_amount_out, status_reason = v.status_reason, updated_at = v.updated_at
+          from (values ${sql.join(legValues)}) as v(id, transfer_id, status, progress_stage, provider_reference, actual_amount_in, actual_amount_out, status_reason, updated_at)
+          where l.id = v.id and l.transfer_id = v.transfer_id returning l.id`
+      : sql`select null::uuid as id where false`;
+    const newItems = items.length
+      ? sql`insert into transfer_events (id, transfer_id, organization_id, kind, from_status, to_status, blocking_party, reason, leg_position, leg_status, progress_stage, version, occurred_at)
+          values ${sql.join(items.map((i) => sql`(${i.id}, ${i.transfer_id}, ${i.organization_id}, ${i.kind}, ${i.from_status}, ${i.to_status}, ${i.blocking_party}, ${i.reason}, ${i.leg_position}, ${i.leg_status}, ${i.progress_stage}, ${i.version}, ${i.occurred_at})`))}
+          returning id`
+      : sql`select null::uuid as id where false`;
+    const { rows } = await sql<{ transfers: number; legs: number }>`
+      with new_items as (${newItems}), changed_legs as (${changedLegs}), changed_transfers as (
+        update transfers as t set status = v.status, blocking_party = v.blocking_party, status_reason = v.status_reason, version = v.version,
+          updated_at = v.updated_at, api_view = v.api_view, funds_received_at = v.funds_received_at, reviewed_at = v.reviewed_at,
+          actual_source_amount = v.actual_source_amount, actual_destination_amount = v.actual_destination_amount, actual_fee_total = v.actual_fee_total
+        from (values ${sql.join(transferValues)}) as v(id, status, blocking_party, status_reason, version, updated_at, api_view, funds_received_at, reviewed_at, actual_source_amount, actual_destination_amount, actual_fee_total)
+        where t.id = v.id returning t.id)
+      select (select count(*)::int from changed_transfers) as transfers, (select count(*)::int from changed_legs) as legs`.execute(trx);
+    // The statement succeeds whatever matched; a change to a row that is not there must not commit.
+    if (rows[0]!.transfers !== transfers.length || rows[0]!.legs !== legs.length) {
+      throw new Error(`changes to ${transfers.length} transfer(s) and ${legs.length} leg(s) matched ${rows[0]!.transfers} and ${rows[0]!.legs}`);
+    }
+  }
+
   async list(filter: TransferFilter, limit: number, cursor: Cursor | null): Promise<{ rows: TransferRow[]; total: number }> {
     let base = this.#db.selectFrom('transfers');
     if (filter.organizationId !== null) base = base.where('organization_id', '=', filter.organizationId);

@@ -13,7 +13,7 @@ import { fromMinor, normalize, toMinor } from '../platform/money.ts';
 import { iso, isoOrNull } from '../platform/time.ts';
 import { railKey } from '../providers/adapter.ts';
 import type { LegStatus, Rail } from '../providers/adapter.ts';
-import type { EventService } from '../events/service.ts';
+import type { EventService, NewEvent } from '../events/service.ts';
 import { ACCOUNTS, move } from '../ledger/service.ts';
 import type { LedgerService, Posting } from '../ledger/service.ts';
 import type { QuoteOptionForTransfer } from '../quotes/service.ts';
@@ -98,7 +98,7 @@ export interface TransferServiceOptions {
   quotes: QuotesPort;
   entities: EntitiesPort;
   destinations: DestinationsPort | null;
-  events: Pick<EventService, 'record'>;
+  events: Pick<EventService, 'record' | 'recordMany'>;
   ledger: LedgerService;
   idempotency: IdempotencyStore;
   scheduler: StepScheduler;
@@ -139,7 +139,7 @@ export class TransferService {
   readonly #quotes: QuotesPort;
   readonly #entities: EntitiesPort;
   #destinations: DestinationsPort | null;
-  readonly #events: Pick<EventService, 'record'>;
+  readonly #events: Pick<EventService, 'record' | 'recordMany'>;
   readonly #ledger: LedgerService;
   readonly #idempotency: IdempotencyStore;
   readonly #scheduler: StepScheduler;
@@ -522,13 +522,7 @@ export class TransferService {
     }
 
     const now = new Date();
-    const patch: Partial<TransferRow> = {
-      status: to,
-      blocking_party: blockingPartyOf(to),
-      status_reason: request.reason ?? null,
-      version: transfer.version + 1,
-      updated_at: now,
-    };
+    const patch = movePatch(transfer, to, request.reason ?? null, now);
     if (to === 'IN_PROGRESS' && !transfer.funds_received_at) {
       const amount = normalize(request.fundsReceived?.amount ?? transfer.quoted_source_amount, transfer.source_asset);
       patch.funds_received_at = now;
@@ -558,30 +552,49 @@ export class TransferService {
       await this.#funding.closeActiveSession(trx, { transferId: transfer.id, status: to === 'IN_PROGRESS' ? 'COMPLETED' : 'EXPIRED' });
     }
 
-    const item: NewTimelineRow = {
-      id: randomUUID(),
-      transfer_id: transfer.id,
-      organization_id: transfer.organization_id,
-      kind: 'STATUS',
-      from_status: from,
-      to_status: to,
-      blocking_party: blockingPartyOf(to),
-      reason: request.reason ?? null,
-      leg_position: null,
-      leg_status: null,
-      progress_stage: currentStage(legs),
-      version: transfer.version + 1,
-    };
-    patch.api_view = nextView({ ...transfer, ...patch }, null, item, now);
-    transfer = await this.#repo.updateWithTimeline(trx, transfer.id, patch, item, now);
-    await this.#events.record(trx, {
-      id: item.id,
-      occurredAt: now,
-      organizationId: transfer.organization_id,
-      type: 'transfer.status_changed',
-      data: { transferId: transfer.id, status: to, previousStatus: from, blockingParty: transfer.blocking_party, version: transfer.version },
-    });
+    const change = statusChange(transfer, patch, legs, now);
+    transfer = await this.#repo.updateWithTimeline(trx, transfer.id, { ...patch, api_view: change.transfer.api_view }, change.item, now);
+    await this.#events.record(trx, change.event);
     return transfer;
+  }
+
+  /**
+   * Setup's changes for several transfers this transaction has locked, all in PENDING_SETUP:
+   * for each, the state the provider gave the handed leg (when one was handed), then
+   * READY_TO_FUND. They are the changes changeLeg() and transitionLocked() record (validated
+   * against the same moves, with the same timeline items, versions, views, ledger postings and
+   * events), written for every transfer in one statement and their events in one more: alone,
+   * each transfer's setup was four.
+   */
+  async completeSetups(trx: Transaction<any>, setups: Array<{ locked: TransferRow; legs: LegRow[]; handed: { legId: string; change: LegChange } | null }>): Promise<void> {
+    const changes: PlannedChange[] = [];
+    const finalTransfers = new Map<string, TransferRow>();
+    const finalLegs = new Map<string, LegRow>();
+    for (const setup of setups) {
+      let transfer = setup.locked;
+      const legs = setup.legs.slice();
+      const leg = setup.handed && legs.find((l) => l.id === setup.handed!.legId);
+      if (leg && setup.handed) {
+        const change = legChange(transfer, leg, setup.handed.change);
+        await this.#postLegMovement(trx, transfer, leg, change.leg!);
+        changes.push(change);
+        transfer = change.transfer;
+        legs[legs.indexOf(leg)] = change.leg!;
+        finalLegs.set(leg.id, change.leg!);
+      }
+      const refusal = transfer.status === 'PENDING_SETUP' ? refuseMove(transfer.status, 'READY_TO_FUND', transfer.funds_received_at !== null) : `transfer ${transfer.id} is ${transfer.status}, not PENDING_SETUP`;
+      if (refusal) throw new ApiError(409, 'invalid_transition', refusal);
+      const now = new Date();
+      const ready = statusChange(transfer, movePatch(transfer, 'READY_TO_FUND', null, now), legs, now);
+      changes.push(ready);
+      finalTransfers.set(transfer.id, ready.transfer);
+    }
+    await this.#repo.writeChanges(trx, {
+      items: changes.map((c) => ({ ...c.item, occurred_at: c.at })),
+      legs: [...finalLegs.values()],
+      transfers: [...finalTransfers.values()],
+    });
+    await this.#events.recordMany(trx, changes.map((c) => c.event));
   }
 
   /**
@@ -591,59 +604,12 @@ export class TransferService {
    * transaction; returns both updated rows.
    */
   async changeLeg(trx: Transaction<any>, transfer: TransferRow, leg: LegRow, change: LegChange): Promise<{ transfer: TransferRow; leg: LegRow }> {
-    if (!LEG_MOVES[leg.status].includes(change.status) && !(leg.status === change.status && leg.progress_stage !== change.progressStage && change.status === 'PROCESSING')) {
-      throw new ApiError(409, 'invalid_transition', `Leg ${leg.position} cannot move from ${leg.status} to ${change.status}`);
-    }
-    if (leg.status === change.status && leg.progress_stage === change.progressStage) throw new Error(`leg ${leg.position}: nothing changed`);
-    const now = new Date();
-    const legPatch: LegPatch = {
-      status: change.status,
-      progress_stage: change.progressStage,
-      ...(change.providerReference !== undefined ? { provider_reference: change.providerReference } : {}),
-      ...(change.actualAmountIn !== undefined ? { actual_amount_in: normalize(change.actualAmountIn, leg.from_asset) } : {}),
-      ...(change.actualAmountOut !== undefined ? { actual_amount_out: normalize(change.actualAmountOut, leg.to_asset) } : {}),
-      ...(change.reason !== undefined ? { status_reason: change.reason } : {}),
-      updated_at: now,
-    };
-    // The leg is written with the transfer's change below, in its statement.
-    const updated: LegRow = { ...leg, ...legPatch };
+    const planned = legChange(transfer, leg, change);
+    const updated = planned.leg!;
     await this.#postLegMovement(trx, transfer, leg, updated);
-    const item: NewTimelineRow = {
-      id: randomUUID(),
-      transfer_id: transfer.id,
-      organization_id: transfer.organization_id,
-      kind: 'LEG',
-      from_status: transfer.status,
-      to_status: transfer.status,
-      blocking_party: transfer.blocking_party,
-      reason: change.reason ?? null,
-      leg_position: leg.position,
-      leg_status: change.status,
-      progress_stage: change.progressStage,
-      version: transfer.version + 1,
-    };
-    const bumped = await this.#repo.updateWithTimeline(
-      trx,
-      transfer.id,
-      { version: item.version, updated_at: now, api_view: nextView({ ...transfer, version: item.version, updated_at: now }, updated, item, now) },
-      item,
-      now,
-      { id: leg.id, patch: legPatch },
-    );
-    await this.#events.record(trx, {
-      id: item.id,
-      occurredAt: now,
-      organizationId: transfer.organization_id,
-      type: 'transfer.leg_status_changed',
-      data: {
-        transferId: transfer.id,
-        status: transfer.status,
-        previousStatus: transfer.status,
-        blockingParty: transfer.blocking_party,
-        version: bumped.version,
-        leg: toLeg(updated),
-      },
-    });
+    const { version, updated_at, api_view } = planned.transfer;
+    const bumped = await this.#repo.updateWithTimeline(trx, transfer.id, { version, updated_at, api_view }, planned.item, planned.at, { id: leg.id, patch: planned.legPatch! });
+    await this.#events.record(trx, planned.event);
     return { transfer: bumped, leg: updated };
   }
 
@@ -831,6 +797,110 @@ function toSummary(row: TransferDetailRow): TransferSummary {
     fundsReceivedAt: isoOrNull(row.funds_received_at),
     createdAt: iso(row.created_at),
     updatedAt: iso(row.updated_at),
+  };
+}
+
+/** A change worked out in memory: the rows as it leaves them, its timeline item and its event. */
+interface PlannedChange {
+  transfer: TransferRow;
+  item: NewTimelineRow;
+  at: Date;
+  event: NewEvent;
+  /** A leg change's leg as it leaves it, and what it writes of it. */
+  leg?: LegRow;
+  legPatch?: LegPatch;
+}
+
+type MovePatch = Partial<TransferRow> & Pick<TransferRow, 'status' | 'blocking_party' | 'status_reason' | 'version' | 'updated_at'>;
+
+/** What every status move writes; a move with consequences (funds, fees, review) adds to it. */
+function movePatch(transfer: TransferRow, to: TransferStatus, reason: string | null, now: Date): MovePatch {
+  return { status: to, blocking_party: blockingPartyOf(to), status_reason: reason, version: transfer.version + 1, updated_at: now };
+}
+
+/** A status move, as transitionLocked() records it once its consequences are in `patch`. */
+function statusChange(transfer: TransferRow, patch: MovePatch, legs: LegRow[], at: Date): PlannedChange {
+  const item: NewTimelineRow = {
+    id: randomUUID(),
+    transfer_id: transfer.id,
+    organization_id: transfer.organization_id,
+    kind: 'STATUS',
+    from_status: transfer.status,
+    to_status: patch.status,
+    blocking_party: patch.blocking_party,
+    reason: patch.status_reason,
+    leg_position: null,
+    leg_status: null,
+    progress_stage: currentStage(legs),
+    version: patch.version,
+  };
+  const moved = { ...transfer, ...patch };
+  return {
+    transfer: { ...moved, api_view: nextView(moved, null, item, at) },
+    item,
+    at,
+    event: {
+      id: item.id,
+      occurredAt: at,
+      organizationId: transfer.organization_id,
+      type: 'transfer.status_changed',
+      data: { transferId: transfer.id, status: patch.status, previousStatus: transfer.status, blockingParty: patch.blocking_party, version: patch.version },
+    },
+  };
+}
+
+/** A leg's new status or stage, validated against the leg moves (see changeLeg()). */
+function legChange(transfer: TransferRow, leg: LegRow, change: LegChange): PlannedChange {
+  if (!LEG_MOVES[leg.status].includes(change.status) && !(leg.status === change.status && leg.progress_stage !== change.progressStage && change.status === 'PROCESSING')) {
+    throw new ApiError(409, 'invalid_transition', `Leg ${leg.position} cannot move from ${leg.status} to ${change.status}`);
+  }
+  if (leg.status === change.status && leg.progress_stage === change.progressStage) throw new Error(`leg ${leg.position}: nothing changed`);
+  const now = new Date();
+  const legPatch: LegPatch = {
+    status: change.status,
+    progress_stage: change.progressStage,
+    ...(change.providerReference !== undefined ? { provider_reference: change.providerReference } : {}),
+    ...(change.actualAmountIn !== undefined ? { actual_amount_in: normalize(change.actualAmountIn, leg.from_asset) } : {}),
+    ...(change.actualAmountOut !== undefined ? { actual_amount_out: normalize(change.actualAmountOut, leg.to_asset) } : {}),
+    ...(change.reason !== undefined ? { status_reason: change.reason } : {}),
+    updated_at: now,
+  };
+  const updated: LegRow = { ...leg, ...legPatch };
+  const item: NewTimelineRow = {
+    id: randomUUID(),
+    transfer_id: transfer.id,
+    organization_id: transfer.organization_id,
+    kind: 'LEG',
+    from_status: transfer.status,
+    to_status: transfer.status,
+    blocking_party: transfer.blocking_party,
+    reason: change.reason ?? null,
+    leg_position: leg.position,
+    leg_status: change.status,
+    progress_stage: change.progressStage,
+    version: transfer.version + 1,
+  };
+  const bumped = { ...transfer, version: item.version, updated_at: now };
+  return {
+    transfer: { ...bumped, api_view: nextView(bumped, updated, item, now) },
+    item,
+    at: now,
+    leg: updated,
+    legPatch,
+    event: {
+      id: item.id,
+      occurredAt: now,
+      organizationId: transfer.organization_id,
+      type: 'transfer.leg_status_changed',
+      data: {
+        transferId: transfer.id,
+        status: transfer.status,
+        previousStatus: transfer.status,
+        blockingParty: transfer.blocking_party,
+        version: item.version,
+        leg: toLeg(updated),
+      },
+    },
   };
 }
 
