@@ -136,6 +136,12 @@ export interface ProviderAdapter {
    * a create with the created object, so the engine need not ask for it again at once.
    */
   executeLeg(request: LegExecutionRequest): Promise<LegHandOff>;
+  /**
+   * Optional: several legs handed over in one call, for a provider with a batch API (the
+   * simulators store them in one insert). Each is handled as executeLeg would handle it alone;
+   * answers, in order, each hand-off or the error that refused that leg.
+   */
+  executeLegs?(requests: LegExecutionRequest[]): Promise<Array<LegHandOff | Error>>;
   legStatus(providerReference: string): Promise<LegStatusReport>;
 }
 

@@ -10,7 +10,7 @@ import { ApiError, notFound, validationError } from '../platform/http/errors.ts'
 import { MoneyError, fromMinor, parseClientAmount, toMinor } from '../platform/money.ts';
 import type { Logger } from '../platform/logger.ts';
 import { PROGRESS_STAGES, ProviderError, isSimulated } from '../providers/adapter.ts';
-import type { LegStatusReport, ProviderAdapter } from '../providers/adapter.ts';
+import type { LegExecutionRequest, LegHandOff, LegStatusReport, ProviderAdapter } from '../providers/adapter.ts';
 import type { LegRow, TransferRow } from './repository.ts';
 import type { Transfer } from './schemas.ts';
 import { STEP_JOB } from './service.ts';
@@ -190,17 +190,15 @@ export class TransferEngine {
    * transaction fail, each transfer gets its own, so one cannot hold the others back.
    */
   async #prepareAll(setups: Array<TransferRow & { legs: LegRow[] }>, failed: Map<string, Error>): Promise<void> {
-    const handed = await Promise.all(
-      setups.map(async (transfer) => {
-        try {
-          return { transfer, started: await this.#handOff(transfer, transfer.legs) };
-        } catch (err) {
-          failed.set(transfer.id, asError(err));
-          return null;
-        }
-      }),
-    );
-    const ready = handed.filter((h) => h !== null);
+    const handed = await this.#handOffAll(setups);
+    const ready = setups.flatMap((transfer, i) => {
+      const started = handed[i]!;
+      if (started instanceof Error) {
+        failed.set(transfer.id, started);
+        return [];
+      }
+      return [{ transfer, started }];
+    });
     const alone = (h: (typeof ready)[number]) => this.#setUpAlone(h.transfer, h.transfer.legs, h.started).catch((err: unknown) => void failed.set(h.transfer.id, asError(err)));
     if (ready.length < 2) {
       await Promise.all(ready.map(alone));
@@ -224,19 +222,54 @@ export class TransferEngine {
 
   /** The collection leg handed to its provider (outside any transaction); null when there is none to hand. */
   async #handOff(transfer: TransferRow, legs: LegRow[]): Promise<HandedLeg | null> {
-    const collection = legs.find((l) => l.kind === 'COLLECTION' && l.status === 'PENDING');
-    if (!collection) return null;
-    const handOff = await this.#provider(collection.provider_id).executeLeg({
-      legId: collection.id,
-      transferId: transfer.id,
-      kind: 'COLLECTION',
-      fromAsset: collection.from_asset,
-      toAsset: collection.to_asset,
-      amount: collection.quoted_amount_in,
-      ...(collection.rail ? { rail: collection.rail } : {}),
-      ...(transfer.sandbox_outcome ? { sandboxOutcome: 'SUCCEED' as const } : {}),
+    const [handed] = await this.#handOffAll([{ ...transfer, legs }]);
+    if (handed instanceof Error) throw handed;
+    return handed!;
+  }
+
+  /**
+   * #handOff for several transfers: each provider gets its legs in one call when it takes a
+   * batch (executeLegs), else one call per leg, all under way together. Answers, in order, each
+   * transfer's handed leg, null, or the error that refused it.
+   */
+  async #handOffAll(transfers: Array<TransferRow & { legs: LegRow[] }>): Promise<Array<HandedLeg | null | Error>> {
+    const answers: Array<HandedLeg | null | Error> = transfers.map(() => null);
+    const byProvider = new Map<string, Array<{ index: number; request: LegExecutionRequest }>>();
+    transfers.forEach((transfer, index) => {
+      const collection = transfer.legs.find((l) => l.kind === 'COLLECTION' && l.status === 'PENDING');
+      if (!collection) return;
+      const request: LegExecutionRequest = {
+        legId: collection.id,
+        transferId: transfer.id,
+        kind: 'COLLECTION',
+        fromAsset: collection.from_asset,
+        toAsset: collection.to_asset,
+        amount: collection.quoted_amount_in,
+        ...(collection.rail ? { rail: collection.rail } : {}),
+        ...(transfer.sandbox_outcome ? { sandboxOutcome: 'SUCCEED' as const } : {}),
+      };
+      const group = byProvider.get(collection.provider_id) ?? [];
+      byProvider.set(collection.provider_id, [...group, { index, request }]);
     });
-    return { legId: collection.id, reference: handOff.providerReference, report: handOff.report };
+    const settle = (index: number, handOff: LegHandOff | Error, legId: string) => {
+      answers[index] = handOff instanceof Error ? handOff : { legId, reference: handOff.providerReference, report: handOff.report };
+    };
+    await Promise.all(
+      [...byProvider].map(async ([providerId, group]) => {
+        try {
+          const provider = this.#provider(providerId);
+          if (provider.executeLegs) {
+            const handOffs = await provider.executeLegs(group.map((g) => g.request));
+            group.forEach((g, i) => settle(g.index, handOffs[i] ?? new Error(`${providerId} did not answer for leg ${g.request.legId}`), g.request.legId));
+          } else {
+            await Promise.all(group.map(async (g) => settle(g.index, await provider.executeLeg(g.request).catch(asError), g.request.legId)));
+          }
+        } catch (err) {
+          for (const g of group) answers[g.index] = asError(err);
+        }
+      }),
+    );
+    return answers;
   }
 
   /**

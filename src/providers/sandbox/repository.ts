@@ -30,6 +30,9 @@ interface Tables {
   sandbox_provider_legs: WithDefaults<SandboxLegRow, 'created_at' | 'updated_at' | 'stage_index' | 'raw_payload' | 'amount_out' | 'reason'>;
 }
 
+/** A leg as a hand-off stores it. */
+export type NewSandboxLeg = Omit<SandboxLegRow, 'created_at' | 'updated_at' | 'amount_out' | 'reason'>;
+
 export type SandboxLegUpdate = Pick<SandboxLegRow, 'stage_index' | 'progress_stage' | 'status' | 'reason' | 'amount_out' | 'raw_payload'>;
 
 export class SandboxLegRepository {
@@ -38,21 +41,27 @@ export class SandboxLegRepository {
     this.#db = db;
   }
 
-  /** Inserts the leg unless this provider already carries the same leg id; returns the stored row. */
-  async insertOnce(row: Omit<SandboxLegRow, 'created_at' | 'updated_at' | 'amount_out' | 'reason'>): Promise<SandboxLegRow> {
+  /**
+   * Inserts each leg unless this provider already carries the same leg id (a hand-off made
+   * again); returns the stored rows, the earlier ones for legs already there.
+   */
+  async insertManyOnce(rows: NewSandboxLeg[]): Promise<SandboxLegRow[]> {
+    if (!rows.length) return [];
     const inserted = await this.#db
       .insertInto('sandbox_provider_legs')
-      .values({ ...row, raw_payload: JSON.stringify(row.raw_payload) as never })
+      .values(rows.map((row) => ({ ...row, raw_payload: JSON.stringify(row.raw_payload) as never })))
       .onConflict((oc) => oc.columns(['provider_id', 'leg_id']).doNothing())
       .returningAll()
-      .executeTakeFirst();
-    if (inserted) return inserted;
-    return this.#db
+      .execute();
+    if (inserted.length === rows.length) return inserted;
+    const fresh = new Set(inserted.map((row) => `${row.provider_id}/${row.leg_id}`));
+    const earlier = rows.filter((row) => !fresh.has(`${row.provider_id}/${row.leg_id}`));
+    const found = await this.#db
       .selectFrom('sandbox_provider_legs')
       .selectAll()
-      .where('provider_id', '=', row.provider_id)
-      .where('leg_id', '=', row.leg_id)
-      .executeTakeFirstOrThrow();
+      .where((eb) => eb.or(earlier.map((row) => eb.and([eb('provider_id', '=', row.provider_id), eb('leg_id', '=', row.leg_id)]))))
+      .execute();
+    return [...inserted, ...found];
   }
 
   async find(providerId: string, reference: string): Promise<SandboxLegRow | undefined> {

@@ -170,6 +170,32 @@ describe('sandbox simulated providers', () => {
     assert.notDeepEqual(second.report, first.report);
   });
 
+  test('legs handed over together are each answered as alone: new, handed before, or refused', async () => {
+    const fps = simulator('sim-gb-fps');
+    const rail = { type: 'FIAT', country: 'GB', currency: 'GBP', method: 'LOCAL' } as const;
+    const before = leg('PAYOUT', 'GBP', 'GBP', '10.00', { rail });
+    const earlier = await fps.executeLeg(before);
+    const advanced = await fps.advance(earlier.providerReference);
+    const fresh = leg('PAYOUT', 'GBP', 'GBP', '20.00', { rail });
+    const unsupported = leg('PAYOUT', 'EUR', 'EUR', '30.00', { rail: { type: 'FIAT', country: 'DE', currency: 'EUR', method: 'SEPA' } });
+    const [a, b, c] = await fps.executeLegs!([fresh, before, unsupported]);
+    assert.ok(!(a instanceof Error) && !(b instanceof Error));
+    assert.match(a!.providerReference, /^SIM-/);
+    assert.deepEqual(a!.report, { status: 'PROCESSING', progressStage: 'PAYOUT_INITIATED' });
+    assert.deepEqual(await fps.legStatus(a!.providerReference), a!.report);
+    assert.equal(b!.providerReference, earlier.providerReference);
+    assert.deepEqual(b!.report, advanced);
+    assert.ok(c instanceof ProviderError && c.code === 'unsupported_leg', JSON.stringify(c));
+    // A DOWN provider refuses every leg of the batch.
+    const ar = simulator('sim-ar-transferencias');
+    const ars = { type: 'FIAT', country: 'AR', currency: 'ARS', method: 'LOCAL' } as const;
+    const refused = await ar.executeLegs!([leg('PAYOUT', 'ARS', 'ARS', '1.00', { rail: ars }), leg('PAYOUT', 'ARS', 'ARS', '2.00', { rail: ars })]);
+    assert.deepEqual(
+      refused.map((r) => r instanceof ProviderError && r.code),
+      ['provider_unavailable', 'provider_unavailable'],
+    );
+  });
+
   test('a DOWN provider takes no new legs; unknown references are refused', async () => {
     const ar = simulator('sim-ar-transferencias');
     await assert.rejects(

@@ -20,7 +20,7 @@ import type {
 import type { ProviderEntry } from '../configuration.ts';
 import { rateString, sandboxMidRate, withSpread } from './rates.ts';
 import { SandboxLegRepository } from './repository.ts';
-import type { SandboxLegRow, SandboxOutcome } from './repository.ts';
+import type { NewSandboxLeg, SandboxLegRow, SandboxOutcome } from './repository.ts';
 
 interface Step {
   status: LegStatus;
@@ -123,12 +123,38 @@ export class SimulatedSandboxProvider implements SimulatedProvider {
   }
 
   async executeLeg(request: LegExecutionRequest): Promise<LegHandOff> {
-    if (this.availability() === 'DOWN') throw new ProviderError('provider_unavailable', this.id, `${this.displayName} is not accepting new payments`);
+    const [handOff] = await this.executeLegs([request]);
+    if (handOff instanceof Error) throw handOff;
+    return handOff!;
+  }
+
+  async executeLegs(requests: LegExecutionRequest[]): Promise<Array<LegHandOff | Error>> {
+    const refused = new ProviderError('provider_unavailable', this.id, `${this.displayName} is not accepting new payments`);
+    if (this.availability() === 'DOWN') return requests.map(() => refused);
+    const answers: Array<LegHandOff | Error | null> = [];
+    const rows: NewSandboxLeg[] = [];
+    for (const request of requests) {
+      try {
+        rows.push(this.#newLeg(request));
+        answers.push(null);
+      } catch (err) {
+        answers.push(err as Error);
+      }
+    }
+    const stored = new Map((await this.#legs.insertManyOnce(rows)).map((row) => [row.leg_id, row]));
+    return requests.map((request, i) => {
+      const row = stored.get(request.legId);
+      return answers[i] ?? (row ? { providerReference: row.provider_reference, report: report(row) } : new Error(`${this.id}: leg ${request.legId} was not stored`));
+    });
+  }
+
+  /** The simulated leg a hand-off starts, at the first step of its script. */
+  #newLeg(request: LegExecutionRequest): NewSandboxLeg {
     this.#capabilityFor(request);
     const outcome = request.sandboxOutcome ?? 'SUCCEED';
     const first = SCRIPTS[request.kind][outcome][0]!;
     const reference = `SIM-${this.#referencePrefix}-${randomBytes(8).toString('hex').toUpperCase()}`;
-    const row = await this.#legs.insertOnce({
+    return {
       provider_reference: reference,
       provider_id: this.id,
       leg_id: request.legId,
@@ -143,8 +169,7 @@ export class SimulatedSandboxProvider implements SimulatedProvider {
       progress_stage: first.stage,
       status: first.status,
       raw_payload: rawPayload(reference, first),
-    });
-    return { providerReference: row.provider_reference, report: report(row) };
+    };
   }
 
   async legStatus(providerReference: string): Promise<LegStatusReport> {
