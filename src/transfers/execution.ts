@@ -248,8 +248,9 @@ export class TransferEngine {
         ...(collection.rail ? { rail: collection.rail } : {}),
         ...(transfer.sandbox_outcome ? { sandboxOutcome: 'SUCCEED' as const } : {}),
       };
-      const group = byProvider.get(collection.provider_id) ?? [];
-      byProvider.set(collection.provider_id, [...group, { index, request }]);
+      let group = byProvider.get(collection.provider_id);
+      if (!group) byProvider.set(collection.provider_id, (group = []));
+      group.push({ index, request });
     });
     const settle = (index: number, handOff: LegHandOff | Error, legId: string) => {
       answers[index] = handOff instanceof Error ? handOff : { legId, reference: handOff.providerReference, report: handOff.report };
