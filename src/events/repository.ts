@@ -40,11 +40,6 @@ export class EventRepository {
     this.#db = db;
   }
 
-  async insert(db: Kysely<any>, row: NewEventRow): Promise<Date> {
-    const [createdAt] = await this.insertMany(db, [row]);
-    return createdAt!;
-  }
-
   /** Several events in one statement; answers each one's created_at, in the order given. */
   async insertMany(db: Kysely<any>, rows: NewEventRow[]): Promise<Date[]> {
     if (!rows.length) return [];
