@@ -3,9 +3,13 @@
 // (for creation) and the rate of unauthenticated GET /health (for reads).
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import type { Agent } from 'undici';
 import { call, cpuBetween, fmt, hit, insecureAgent, load, loadInterleaved, readCpu, scratchDatabase, startCorridor, startStackFloor, withClient } from '../lib.ts';
 import type { BenchContext, BenchResult, CpuReading, LoadResult } from '../lib.ts';
+import { creationScript } from '../database-floor.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
@@ -13,10 +17,16 @@ const ROUNDS = 5;
 const TARGET_CREATE = 0.25;
 const TARGET_GET = 0.4;
 
-async function pgbench(url: string, log: (s: string) => void): Promise<{ tps: number; cpu: CpuReading | null; transactions: number }> {
-  execFileSync('pgbench', ['-i', '-q', url], { stdio: 'pipe' });
+interface PgbenchRun {
+  tps: number;
+  cpu: CpuReading | null;
+  transactions: number;
+}
+
+/** One timed pgbench run (10 s, 2 clients) with the CPU it cost, the machine's and PostgreSQL's. */
+async function timedPgbench(url: string, args: string[]): Promise<PgbenchRun> {
   const before = readCpu(undefined);
-  const out = execFileSync('pgbench', ['-N', '-T', '10', '-c', '2', url], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  const out = execFileSync('pgbench', [...args, '-T', '10', '-c', '2', url], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
   // pgbench's backends count once the postmaster has reaped them, a moment after pgbench exits
   // (read at once, their CPU was missing: 0.00 ms per transaction on 2026-11-25).
   await new Promise((r) => setTimeout(r, 500));
@@ -24,8 +34,32 @@ async function pgbench(url: string, log: (s: string) => void): Promise<{ tps: nu
   const tps = /tps = ([\d.]+) \(without initial connection time\)/.exec(out)?.[1];
   const transactions = /number of transactions actually processed: (\d+)/.exec(out)?.[1];
   if (!tps || !transactions) throw new Error(`could not read pgbench output:\n${out}`);
-  log(`pgbench -N -T 10 -c 2: ${tps} TPS`);
   return { tps: Number(tps), cpu, transactions: Number(transactions) };
+}
+
+async function pgbench(url: string, log: (s: string) => void): Promise<PgbenchRun> {
+  execFileSync('pgbench', ['-i', '-q', url], { stdio: 'pipe' });
+  const run = await timedPgbench(url, ['-N']);
+  log(`pgbench -N -T 10 -c 2: ${run.tps} TPS`);
+  return run;
+}
+
+/**
+ * The database floor (bench/database-floor.ts): pgbench itself runs a creation's SQL, copied from
+ * the rows Corridor wrote, with the reference's clients and duration. Run on the database Corridor
+ * filled, after it and the stack floor stopped.
+ */
+async function measureDatabaseFloor(url: string, log: (s: string) => void): Promise<PgbenchRun> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'corridor-database-floor-'));
+  try {
+    const script = path.join(dir, 'creation.sql');
+    fs.writeFileSync(script, await creationScript(url));
+    const run = await timedPgbench(url, ['-n', '-M', 'prepared', '-D', 'loaded=0', '-f', script]);
+    log(`database floor (pgbench runs a creation's SQL): ${run.tps} creations/s`);
+    return run;
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 /** How the processes reach PostgreSQL: a same-host deployment would use the Unix socket. */
@@ -144,6 +178,32 @@ async function measureFloor(dbUrl: string, entityId: string, accountId: string, 
   return measures;
 }
 
+/**
+ * What the creation target leaves for a server, in machine CPU per creation: at the target rate,
+ * with every vCPU busy and nothing else running, a creation may cost vCPUs / (25% × pgbench TPS).
+ * Its SQL alone costs what the database floor measured (PostgreSQL and pgbench's client), and its
+ * two HTTPS requests at least what two bare GET /health requests cost (server, client, select 1).
+ */
+function targetBudget(pgbenchTps: number, databaseFloor: PgbenchRun, health: { cpu: CpuReading; count: number } | null, corridor: { cpu: CpuReading; count: number } | null): string[] {
+  if (!databaseFloor.cpu || !health || !corridor) return [];
+  const vcpus = os.cpus().length;
+  const allowed = (vcpus * 1000) / (TARGET_CREATE * pgbenchTps);
+  const sqlAlone = (databaseFloor.cpu.machine * 1000) / databaseFloor.transactions;
+  const twoRequests = (2 * health.cpu.machine * 1000) / health.count;
+  const left = allowed - sqlAlone - twoRequests;
+  const t = (n: number) => `${fmt(n, 2)} ms`;
+  return [
+    'What the creation target leaves for a server, in machine CPU per creation (from /proc, as in the CPU table above):',
+    '',
+    `- at ${TARGET_CREATE * 100}% of ${fmt(pgbenchTps)} TPS, with all ${vcpus} vCPUs busy and nothing else running, a creation may cost ${t(allowed)};`,
+    `- its SQL alone, run by pgbench, costs ${t(sqlAlone)};`,
+    `- its two HTTPS requests cost at least what two bare \`GET /health\` requests cost: ${t(twoRequests)};`,
+    `- left for everything else a server does to create a transfer (parse and check the requests, find and price the paths, build ` +
+      `the responses, run the queries through a driver, prepare the transfer): ${t(left)}, ${fmt((left / allowed) * 100, 0)}% of the allowance. ` +
+      `Corridor's whole creation costs ${t((corridor.cpu.machine * 1000) / corridor.count)} (the load generator included).`,
+  ];
+}
+
 const row = (name: string, r: LoadResult) => `| ${name} | ${fmt(r.perSecond)} | ${fmt(r.p50ms, 2)} | ${fmt(r.p99ms, 2)} | ${r.requests} | ${r.errors} |`;
 
 export default async function run(ctx: BenchContext): Promise<BenchResult> {
@@ -233,9 +293,15 @@ export default async function run(ctx: BenchContext): Promise<BenchResult> {
     const [reads, health] = (await loadInterleaved(CONCURRENCY, SECONDS, ROUNDS, [getOne, healthOne])) as [LoadResult, LoadResult];
     ctx.log(`GET transfer: ${fmt(reads.perSecond)}/s p50 ${fmt(reads.p50ms, 2)} ms p99 ${fmt(reads.p99ms, 2)} ms (${reads.errors} errors)`);
     ctx.log(`GET /health: ${fmt(health.perSecond)}/s p50 ${fmt(health.p50ms, 2)} ms p99 ${fmt(health.p99ms, 2)} ms`);
+    // What one bare HTTPS request costs the machine (server, client and its `select 1`), measured
+    // alone, for the target's budget below.
+    const healthCpuBefore = readCpu(corridor.child.pid);
+    const bare = await load(CONCURRENCY, SECONDS / 2, healthOne);
+    const healthCpu = cpuBetween(healthCpuBefore, readCpu(corridor.child.pid));
 
     await corridor.close();
     const floor = await measureFloor(db.url, entity.id as string, account.id as string, ctx.log);
+    const databaseFloor = await measureDatabaseFloor(db.url, ctx.log);
 
     const createRatio = creation.perSecond / pgbenchTps;
     const half = (name: string, r: LoadResult) =>
@@ -282,6 +348,8 @@ export default async function run(ctx: BenchContext): Promise<BenchResult> {
         { name: 'quote request alone', cpu: quoteCpu, count: quotes.requests },
         { name: 'transfer request alone', cpu: transferCpu, count: transfers.requests },
         ...floor.map((f) => ({ name: `stack floor creation, ${f.label}`, cpu: f.cpu, count: f.result.requests })),
+        { name: 'GET /health (one bare HTTPS request)', cpu: healthCpu, count: bare.requests },
+        { name: 'database floor creation (pgbench runs its SQL)', cpu: databaseFloor.cpu, count: databaseFloor.transactions },
       ]),
       '',
       '### The stack floor',
@@ -303,6 +371,20 @@ export default async function run(ctx: BenchContext): Promise<BenchResult> {
         (f) =>
           `| ${f.label} | ${f.statements} | ${fmt(f.result.perSecond)} | ${fmt((f.result.perSecond / pgbenchTps) * 100)}% | ${fmt(f.result.p50ms, 2)} | ${fmt(f.result.p99ms, 2)} | ${f.result.requests} | ${f.result.errors} |`,
       ),
+      '',
+      '### The database floor',
+      '',
+      `How far PostgreSQL itself goes with a creation's rows on this machine, before any server on any stack does anything: ` +
+        `\`bench/database-floor.ts\` writes a pgbench script of the stack floor's "one statement per write" shape (the two API key ` +
+        `reads and the two writes, with copies of the rows Corridor wrote, every value a bind parameter of a prepared statement as ` +
+        `node-postgres sends Corridor's), and pgbench runs it as it runs the reference: \`pgbench -n -M prepared -f creation.sql ` +
+        `-T 10 -c 2\` on the database Corridor filled, after Corridor and the stack floor stopped. No HTTP, no JSON, no Node.js.`,
+      '',
+      '| database floor | statements (quote + transfer) | creations per second | share of pgbench TPS | transactions |',
+      '|---|---|---|---|---|',
+      `| pgbench runs a creation's SQL | 2 + 2 | ${fmt(databaseFloor.tps)} | ${fmt((databaseFloor.tps / pgbenchTps) * 100)}% | ${databaseFloor.transactions} |`,
+      '',
+      ...targetBudget(pgbenchTps, databaseFloor, healthCpu && { cpu: healthCpu, count: bare.requests }, creationCpu && { cpu: creationCpu, count: creation.requests }),
     ].join('\n');
     return { title: 'Quotes and transfers', markdown };
   } finally {
