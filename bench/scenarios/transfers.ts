@@ -377,8 +377,8 @@ export default async function run(ctx: BenchContext): Promise<BenchResult> {
       `How far PostgreSQL itself goes with a creation's rows on this machine, before any server on any stack does anything: ` +
         `\`bench/database-floor.ts\` writes a pgbench script of the stack floor's "one statement per write" shape (the two API key ` +
         `reads and the two writes, with copies of the rows Corridor wrote, every value a bind parameter of a prepared statement as ` +
-        `node-postgres sends Corridor's), and pgbench runs it as it runs the reference: \`pgbench -n -M prepared -f creation.sql ` +
-        `-T 10 -c 2\` on the database Corridor filled, after Corridor and the stack floor stopped. No HTTP, no JSON, no Node.js.`,
+        `node-postgres sends Corridor's), and pgbench runs it as it runs the reference: \`pgbench -n -M prepared -D loaded=0 -f ` +
+        `creation.sql -T 10 -c 2\` on the database Corridor filled, after Corridor and the stack floor stopped. No HTTP, no JSON, no Node.js.`,
       '',
       '| database floor | statements (quote + transfer) | creations per second | share of pgbench TPS | transactions |',
       '|---|---|---|---|---|',
