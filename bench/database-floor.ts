@@ -18,10 +18,10 @@ export function pgbenchLiteral(value: string): string {
 }
 
 /**
- * The pgbench script (for `pgbench -M prepared -f`) of one creation, copied from the first
- * transfer on the database (the one the stack floor copies too). Each client loads the copied
- * values into its variables once, with \gset (run it with `-D loaded=0`); every creation then sends them as parameters and
- * makes new ids from a random number, as md5-derived UUIDs.
+ * The pgbench script (for `pgbench -M prepared -D loaded=0 -f`) of one creation, copied from the
+ * first transfer on the database (the one the stack floor copies too). Each client loads the
+ * copied values into its variables once, with \gset; every creation then sends them as
+ * parameters and makes new ids from a random number, as md5-derived UUIDs.
  */
 export async function creationScript(url: string): Promise<string> {
   const client = new pg.Client({ connectionString: url });
