@@ -6,6 +6,8 @@
 // statement as node-postgres sends Corridor's. What it reaches is what PostgreSQL allows for
 // these rows on this machine before any server, on any stack, does anything at all.
 import pg from 'pg';
+import { creationTemplate, writableColumns } from './creation-template.ts';
+import type { Query } from './creation-template.ts';
 
 type Row = Record<string, string | null>;
 
@@ -19,7 +21,7 @@ export function pgbenchLiteral(value: string): string {
 
 /**
  * The pgbench script (for `pgbench -M prepared -D loaded=0 -f`) of one creation, copied from the
- * first transfer on the database (the one the stack floor copies too). Each client loads the
+ * rows the stack floor copies too (bench/creation-template.ts). Each client loads the
  * copied values into its variables once, with \gset; every creation then sends them as
  * parameters and makes new ids from a random number, as md5-derived UUIDs.
  */
@@ -27,18 +29,13 @@ export async function creationScript(url: string): Promise<string> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
+    const query: Query = async <R>(text: string, values: unknown[] = []) => (await client.query(text, values)).rows as R[];
     const variables: Array<[string, string]> = [];
-    const columnsOf = async (table: string) =>
-      (await client.query<{ column_name: string }>(
-        `select column_name from information_schema.columns
-         where table_schema = 'public' and table_name = $1 and column_default is null and is_generated = 'NEVER' order by ordinal_position`,
-        [table],
-      )).rows.map((r) => r.column_name);
     // One row's writable columns: new ids where given, the copied value (as a variable) elsewhere.
-    const copy = async (table: string, prefix: string, where: string, values: unknown[], ids: Record<string, string>) => {
-      const names = await columnsOf(table);
-      const row = (await client.query<Row>(`select ${names.map((n) => `${n}::text`).join(', ')} from ${table} where ${where} limit 1`, values)).rows[0];
-      if (!row) throw new Error(`no ${table} row to copy (${where})`);
+    const copy = async (table: string, prefix: string, column: string, value: string, ids: Record<string, string>) => {
+      const { names } = await writableColumns(query, table);
+      const [row] = await query<Row>(`select ${names.map((n) => `${n}::text`).join(', ')} from ${table} where ${column} = $1 limit 1`, [value]);
+      if (!row) throw new Error(`no ${table} row to copy (${column} = ${value})`);
       const exprs = names.map((n) => {
         if (ids[n]) return ids[n];
         // \gset stores a null as an empty string, so nulls stay literal.
@@ -50,26 +47,21 @@ export async function creationScript(url: string): Promise<string> {
     };
     const newId = (tag: string) => `md5(:n::text || '${tag}')::uuid`;
 
-    const first = (await client.query<{ id: string; quote_id: string; organization_id: string }>('select id, quote_id, organization_id from transfers order by created_at limit 1')).rows[0];
-    if (!first) throw new Error('the database floor copies a transfer: create one first');
-    const key = (await client.query<{ lookup_id: string }>('select lookup_id from api_keys where organization_id = $1 and revoked_at is null limit 1', [first.organization_id])).rows[0]!;
-    variables.push(['key', key.lookup_id]);
-
-    const quote = await copy('quotes', 'q', 'id = $1', [first.quote_id], { id: newId('q') });
-    const optionIds = (await client.query<{ id: string }>('select id from quote_options where quote_id = $1 order by rank', [first.quote_id])).rows;
+    const copied = await creationTemplate(query);
+    variables.push(['key', copied.apiKeyLookupId]);
+    const quote = await copy('quotes', 'q', 'id', copied.quoteId, { id: newId('q') });
     const options = [];
-    for (const [i, o] of optionIds.entries()) options.push(await copy('quote_options', `o${i}`, 'id = $1', [o.id], { id: newId(`o${i}`), quote_id: newId('q') }));
-    const idempotency = await copy('idempotency_records', 'k', "operation = 'POST /v1/transfers'", [], {
+    for (const [i, id] of copied.optionIds.entries()) options.push(await copy('quote_options', `o${i}`, 'id', id, { id: newId(`o${i}`), quote_id: newId('q') }));
+    const idempotency = await copy('idempotency_records', 'k', 'operation', 'POST /v1/transfers', {
       idempotency_key: ':n::text',
       state: "'COMPLETED'",
       response_body: `jsonb_build_object('id', ${newId('t')}, 'status', 'PENDING_SETUP')`,
     });
-    const transfer = await copy('transfers', 't', 'id = $1', [first.id], { id: newId('t'), quote_id: newId('q'), quote_option_id: newId('o0') });
-    const legIds = (await client.query<{ id: string }>('select id from transfer_legs where transfer_id = $1 order by position', [first.id])).rows;
+    const transfer = await copy('transfers', 't', 'id', copied.transferId, { id: newId('t'), quote_id: newId('q'), quote_option_id: newId('o0') });
     const legs = [];
-    for (const [i, l] of legIds.entries()) legs.push(await copy('transfer_legs', `l${i}`, 'id = $1', [l.id], { id: newId(`l${i}`), transfer_id: newId('t') }));
-    const item = await copy('transfer_events', 'e', 'transfer_id = $1 order by sequence', [first.id], { id: newId('e'), transfer_id: newId('t') });
-    const event = await copy('events', 'v', 'true', [], { id: newId('v') });
+    for (const [i, id] of copied.legIds.entries()) legs.push(await copy('transfer_legs', `l${i}`, 'id', id, { id: newId(`l${i}`), transfer_id: newId('t') }));
+    const item = await copy('transfer_events', 'e', 'id', copied.timelineItemId, { id: newId('e'), transfer_id: newId('t') });
+    const event = await copy('events', 'v', 'id', copied.eventId, { id: newId('v') });
 
     const insert = (table: string, rows: Array<{ names: string[]; values: string }>) => `insert into ${table} (${rows[0]!.names.join(', ')}) values ${rows.map((r) => r.values).join(', ')}`;
     const authenticate =

@@ -20,6 +20,8 @@ import type { Transaction } from 'kysely';
 import { Type } from 'typebox';
 import { openDatabase } from '../src/platform/db/database.ts';
 import { loadTls } from '../src/platform/http/tls.ts';
+import { creationTemplate, writableColumns } from './creation-template.ts';
+import type { Query } from './creation-template.ts';
 
 /**
  * corridor: the statements Corridor runs for one creation (traced with log_statement=all), in
@@ -39,36 +41,25 @@ const db = database.kysely;
 
 type Row = Record<string, unknown>;
 
-/** Columns a copy writes: those without a default (serials, transaction ids, timestamps are the database's). */
-async function writableColumns(table: string): Promise<{ names: string[]; json: Set<string> }> {
-  const { rows } = await sql<{ column_name: string; data_type: string }>`
-    select column_name, data_type from information_schema.columns
-    where table_schema = 'public' and table_name = ${table} and column_default is null and is_generated = 'NEVER'`.execute(db);
-  return { names: rows.map((r) => r.column_name), json: new Set(rows.filter((r) => r.data_type === 'json' || r.data_type === 'jsonb').map((r) => r.column_name)) };
-}
+// Setup reads go straight to the pool (the floor runs on PostgreSQL only); requests use Kysely.
+const query: Query = async <R>(text: string, values: unknown[] = []) => (await database.pool!.query(text, values)).rows as R[];
 
 /** A template row, ready to be copied with new values for some columns. */
 async function template(table: string, where: string, value: unknown): Promise<(changes: Row) => Row> {
-  const columns = await writableColumns(table);
+  const columns = await writableColumns(query, table);
   const row = await db.selectFrom(table).selectAll().where(where, '=', value).limit(1).executeTakeFirstOrThrow();
   const base: Row = {};
   for (const name of columns.names) base[name] = columns.json.has(name) && row[name] !== null ? JSON.stringify(row[name]) : row[name];
   return (changes) => ({ ...base, ...changes });
 }
 
-const transferTemplate = await db.selectFrom('transfers').select(['id', 'quote_id', 'organization_id']).orderBy('created_at').limit(1).executeTakeFirstOrThrow();
-// The key of the organization whose transfer is copied, so its entity and destination are its own.
-const key = await db.selectFrom('api_keys').select(['lookup_id']).where('organization_id', '=', transferTemplate.organization_id).where('revoked_at', 'is', null).limit(1).executeTakeFirstOrThrow();
-const quote = await template('quotes', 'id', transferTemplate.quote_id);
-const optionRows = (await db.selectFrom('quote_options').select('id').where('quote_id', '=', transferTemplate.quote_id).orderBy('rank').execute()) as Array<{ id: string }>;
-const options = await Promise.all(optionRows.map((o) => template('quote_options', 'id', o.id)));
-const transfer = await template('transfers', 'id', transferTemplate.id);
-const legRows = (await db.selectFrom('transfer_legs').select('id').where('transfer_id', '=', transferTemplate.id).orderBy('position').execute()) as Array<{ id: string }>;
-const legs = await Promise.all(legRows.map((l) => template('transfer_legs', 'id', l.id)));
-const firstItem = await db.selectFrom('transfer_events').select('id').where('transfer_id', '=', transferTemplate.id).orderBy('sequence').limit(1).executeTakeFirstOrThrow();
-const timelineItem = await template('transfer_events', 'id', firstItem.id);
-const eventRow = await db.selectFrom('events').select('id').where('id', '=', firstItem.id).executeTakeFirst();
-const event = await template('events', 'id', eventRow?.id ?? (await db.selectFrom('events').select('id').limit(1).executeTakeFirstOrThrow()).id);
+const copied = await creationTemplate(query);
+const quote = await template('quotes', 'id', copied.quoteId);
+const options = await Promise.all(copied.optionIds.map((id) => template('quote_options', 'id', id)));
+const transfer = await template('transfers', 'id', copied.transferId);
+const legs = await Promise.all(copied.legIds.map((id) => template('transfer_legs', 'id', id)));
+const timelineItem = await template('transfer_events', 'id', copied.timelineItemId);
+const event = await template('events', 'id', copied.eventId);
 const idempotency = await template('idempotency_records', 'operation', 'POST /v1/transfers');
 
 async function authenticate(lookupId: string): Promise<{ organization_id: string }> {
@@ -164,7 +155,7 @@ app.post('/v1/transfers', { schema: { body: TransferBody } }, async (request, re
 
 await app.listen({ port: 0, host: '127.0.0.1' });
 const address = app.server.address() as { port: number };
-process.stdout.write(`listening on https://127.0.0.1:${address.port} key ${key.lookup_id}\n\n`);
+process.stdout.write(`listening on https://127.0.0.1:${address.port} key ${copied.apiKeyLookupId}\n\n`);
 process.once('SIGTERM', () => {
   void app.close().then(() => database.close()).then(() => process.exit(0));
 });
