@@ -1,4 +1,6 @@
+import { sql } from 'kysely';
 import type { Kysely, Transaction } from 'kysely';
+import { lookupBatcher } from '../platform/batch.ts';
 import type { WithDefaults } from '../platform/db/types.ts';
 import type { Cursor } from '../platform/http/pagination.ts';
 
@@ -38,8 +40,21 @@ interface Tables {
   destination_versions: WithDefaults<VersionRow, 'created_at'>;
 }
 
+type CurrentKey = { organizationId: string; kind: DestinationKind; id: string };
+
 export class DestinationRepository {
   readonly #db: Kysely<Tables>;
+  // Quotes and transfers read their destination on every request; concurrent reads share a statement.
+  readonly #currentByKey = lookupBatcher<CurrentKey, CurrentRow>(
+    (keys) =>
+      this.#current()
+        .where(
+          sql<boolean>`(d.id, d.organization_id, d.kind) in (select * from unnest(${keys.map((k) => k.id)}::uuid[], ${keys.map((k) => k.organizationId)}::uuid[], ${keys.map((k) => k.kind)}::text[]))`,
+        )
+        .execute(),
+    (k) => `${k.organizationId}/${k.kind}/${k.id}`,
+    (row) => `${row.organization_id}/${row.kind}/${row.id}`,
+  );
   constructor(db: Kysely<any>) {
     this.#db = db;
   }
@@ -53,7 +68,7 @@ export class DestinationRepository {
   }
 
   async findCurrent(organizationId: string, kind: DestinationKind, id: string): Promise<CurrentRow | undefined> {
-    return this.#current().where('d.organization_id', '=', organizationId).where('d.kind', '=', kind).where('d.id', '=', id).executeTakeFirst();
+    return this.#currentByKey.submit({ organizationId, kind, id });
   }
 
   async list(organizationId: string, kind: DestinationKind, filter: { entityId?: string | undefined }, limit: number, after: Cursor | null): Promise<{ rows: CurrentRow[]; total: number }> {

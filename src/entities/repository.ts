@@ -1,4 +1,6 @@
+import { sql } from 'kysely';
 import type { Kysely } from 'kysely';
+import { lookupBatcher } from '../platform/batch.ts';
 import type { WithDefaults } from '../platform/db/types.ts';
 import type { Cursor } from '../platform/http/pagination.ts';
 
@@ -29,8 +31,21 @@ export interface EntityFilter {
   type?: EntityType;
 }
 
+type EntityKey = { organizationId: string; id: string };
+
 export class EntityRepository {
   readonly #db: Kysely<Tables>;
+  // Quotes and transfers read their entity on every request; concurrent reads share a statement.
+  readonly #owned = lookupBatcher<EntityKey, EntityRow>(
+    (keys) =>
+      this.#db
+        .selectFrom('entities')
+        .selectAll()
+        .where(sql<boolean>`(id, organization_id) in (select * from unnest(${keys.map((k) => k.id)}::uuid[], ${keys.map((k) => k.organizationId)}::uuid[]))`)
+        .execute(),
+    (k) => `${k.organizationId}/${k.id}`,
+    (row) => `${row.organization_id}/${row.id}`,
+  );
   constructor(db: Kysely<any>) {
     this.#db = db;
   }
@@ -45,9 +60,8 @@ export class EntityRepository {
 
   /** organizationId null looks across organizations (the operator's view). */
   async find(organizationId: string | null, id: string): Promise<EntityRow | undefined> {
-    let q = this.#db.selectFrom('entities').selectAll().where('id', '=', id);
-    if (organizationId !== null) q = q.where('organization_id', '=', organizationId);
-    return q.executeTakeFirst();
+    if (organizationId !== null) return this.#owned.submit({ organizationId, id });
+    return this.#db.selectFrom('entities').selectAll().where('id', '=', id).executeTakeFirst();
   }
 
   async list(filter: EntityFilter, limit: number, after: Cursor | null): Promise<{ rows: EntityRow[]; total: number }> {
