@@ -42,6 +42,9 @@ interface Tables {
 
 type Db = Kysely<any> | Transaction<any>;
 const t = (db: Db) => db as Kysely<Tables>;
+// Written into the SQL, not sent as a parameter: a prepared statement's generic plan can then use
+// the partial indexes of active sessions (one per transfer; the due ones by expiry).
+const ACTIVE = sql.lit<'ACTIVE'>('ACTIVE');
 
 export class FundingRepository {
   readonly #db: Kysely<Tables>;
@@ -58,7 +61,7 @@ export class FundingRepository {
   }
 
   async findActive(transferId: string, db: Db = this.#db): Promise<FundingSessionRow | undefined> {
-    return t(db).selectFrom('funding_sessions').selectAll().where('transfer_id', '=', transferId).where('status', '=', 'ACTIVE').executeTakeFirst();
+    return t(db).selectFrom('funding_sessions').selectAll().where('transfer_id', '=', transferId).where('status', '=', ACTIVE).executeTakeFirst();
   }
 
   async findActiveInOrganization(organizationId: string, transferId: string, db: Db = this.#db): Promise<FundingSessionRow | undefined> {
@@ -67,7 +70,7 @@ export class FundingRepository {
       .selectAll()
       .where('organization_id', '=', organizationId)
       .where('transfer_id', '=', transferId)
-      .where('status', '=', 'ACTIVE')
+      .where('status', '=', ACTIVE)
       .executeTakeFirst();
   }
 
@@ -101,7 +104,7 @@ export class FundingRepository {
     return this.#db
       .selectFrom('funding_sessions')
       .select(['id', 'organization_id', 'transfer_id'])
-      .where('status', '=', 'ACTIVE')
+      .where('status', '=', ACTIVE)
       .where('expires_at', '<=', now)
       .orderBy('expires_at')
       .limit(limit)
