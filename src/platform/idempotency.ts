@@ -10,6 +10,8 @@ import { sql } from 'kysely';
 import type { Kysely, Transaction } from 'kysely';
 import { ApiError } from './http/errors.ts';
 import type { WithDefaults } from './db/types.ts';
+import { lookupBatcher } from './batch.ts';
+import { JsonText, insertRows } from './db/recordset.ts';
 
 export interface StoredResponse<T> {
   status: number;
@@ -34,7 +36,8 @@ interface Tables {
 }
 
 const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
-const LOCK_NOT_AVAILABLE = '55P03';
+/** A lock wait ran past lock_timeout. */
+export const LOCK_NOT_AVAILABLE = '55P03';
 
 /** Stable hash of a request body: key order does not matter, values do. */
 export function requestFingerprint(value: unknown): string {
@@ -60,10 +63,33 @@ export interface IdempotencyScope {
   requestHash: string;
 }
 
+/** A response to keep under its key, written by the caller's transaction together with the work it answers. */
+export interface CompletedResponse {
+  scope: IdempotencyScope;
+  status: number;
+  /** The body as the JSON text that was sent. */
+  body: string;
+}
+
+const scopeKey = (s: Pick<IdempotencyScope, 'organizationId' | 'operation' | 'key'>) => `${s.organizationId}\n${s.operation}\n${s.key}`;
+
 export class IdempotencyStore {
   readonly #db: Kysely<Tables>;
   readonly #ttlHours: number;
   readonly #waitMs: number;
+  // Requests look their key up before doing anything; concurrent lookups share a statement.
+  readonly #records = lookupBatcher<IdempotencyScope, IdempotencyRow>(
+    (scopes) =>
+      this.#db
+        .selectFrom('idempotency_records')
+        .selectAll()
+        .where(
+          sql<boolean>`(organization_id, operation, idempotency_key) in (select * from unnest(${scopes.map((s) => s.organizationId)}::uuid[], ${scopes.map((s) => s.operation)}::text[], ${scopes.map((s) => s.key)}::text[]))`,
+        )
+        .execute(),
+    scopeKey,
+    (row) => scopeKey({ organizationId: row.organization_id, operation: row.operation, key: row.idempotency_key }),
+  );
 
   /** waitMs: how long a duplicate waits for the first request before answering in_progress. */
   constructor(db: Kysely<any>, ttlHours: number, waitMs = 10_000) {
@@ -111,7 +137,7 @@ export class IdempotencyStore {
           if (existing.request_hash !== scope.requestHash) {
             throw new ApiError(409, 'idempotency_key_reused', 'This Idempotency-Key was already used for a different request');
           }
-          if (existing.state !== 'COMPLETED') throw inProgress();
+          if (existing.state !== 'COMPLETED') throw requestInProgress();
           return { status: existing.response_status!, body: existing.response_body as T, replayed: true };
         }
 
@@ -126,9 +152,56 @@ export class IdempotencyStore {
         return { ...result, replayed: false };
       });
     } catch (err) {
-      if ((err as { code?: string }).code === LOCK_NOT_AVAILABLE) throw inProgress();
+      if ((err as { code?: string }).code === LOCK_NOT_AVAILABLE) throw requestInProgress();
       throw err;
     }
+  }
+
+  /**
+   * Bounds how long the caller's transaction waits for locks (like SET LOCAL lock_timeout): a
+   * duplicate waiting for the request that holds what it needs fails with LOCK_NOT_AVAILABLE
+   * after waitMs, answered as 409 idempotency_request_in_progress.
+   */
+  async boundWaits(trx: Transaction<any>): Promise<void> {
+    await sql`select set_config('lock_timeout', ${String(Math.max(1, Math.floor(this.#waitMs)))}, true)`.execute(trx);
+  }
+
+  /**
+   * What the key already answers, read outside any transaction: null when it is free, the stored
+   * response when the same request completed under it; 409 idempotency_key_reused for a different
+   * request, 409 idempotency_request_in_progress while one still holds it.
+   */
+  async stored<T>(scope: IdempotencyScope): Promise<StoredResponse<T> | null> {
+    const existing = await this.#records.submit(scope);
+    if (!existing) return null;
+    if (existing.request_hash !== scope.requestHash) {
+      throw new ApiError(409, 'idempotency_key_reused', 'This Idempotency-Key was already used for a different request');
+    }
+    if (existing.state !== 'COMPLETED') throw requestInProgress();
+    return { status: existing.response_status!, body: existing.response_body as T, replayed: true };
+  }
+
+  /**
+   * Keeps completed responses in the caller's transaction, for work that claims its key by
+   * completing (one statement for all). A key already taken fails the statement with a unique
+   * violation (isKeyTaken), so the work written beside it rolls back with it.
+   */
+  async storeCompleted(trx: Transaction<any>, responses: CompletedResponse[]): Promise<void> {
+    if (!responses.length) return;
+    const now = new Date();
+    const rows = responses.map((r) => ({
+      organization_id: r.scope.organizationId,
+      operation: r.scope.operation,
+      idempotency_key: r.scope.key,
+      request_hash: r.scope.requestHash,
+      state: 'COMPLETED',
+      response_status: r.status,
+      response_body: new JsonText(r.body),
+      created_at: now,
+      locked_until: now,
+      expires_at: new Date(now.getTime() + this.#ttlHours * 3600 * 1000),
+    }));
+    await sql`${insertRows('idempotency_records', rows, RECORD_COLUMNS)}`.execute(trx);
   }
 
   /** Deletes records past their retention; run by the periodic job. */
@@ -138,4 +211,24 @@ export class IdempotencyStore {
   }
 }
 
-const inProgress = () => new ApiError(409, 'idempotency_request_in_progress', 'A request with this Idempotency-Key is still being processed; retry shortly');
+/** The error storeCompleted() fails with when a key was taken by another request first. */
+export function isKeyTaken(err: unknown): boolean {
+  const e = err as { code?: string; constraint?: string };
+  return e?.code === '23505' && e.constraint === 'idempotency_records_pkey';
+}
+
+const RECORD_COLUMNS = {
+  organization_id: 'uuid',
+  operation: 'text',
+  idempotency_key: 'text',
+  request_hash: 'text',
+  state: 'text',
+  response_status: 'integer',
+  response_body: 'jsonb',
+  created_at: 'timestamptz',
+  locked_until: 'timestamptz',
+  expires_at: 'timestamptz',
+} as const;
+
+/** 409 idempotency_request_in_progress: another request with the key is still running. */
+export const requestInProgress = () => new ApiError(409, 'idempotency_request_in_progress', 'A request with this Idempotency-Key is still being processed; retry shortly');

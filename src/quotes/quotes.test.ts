@@ -356,25 +356,26 @@ describe('quotes', () => {
     assert.equal((await t.request('GET', `/v1/quotes/${created.body.id}`, { apiKey: key.body.secret })).status, 200, 'transfers:read may read a quote');
   });
 
-  test('markOptionUsed flips an option once; the rest see ALREADY_USED', async () => {
+  test('takeOptions takes an option once; later and concurrent takers get nothing', async () => {
     const created = await quote({ from: ACH, to: WIRE, amount: '20.00' });
     const optionId = created.body.options[0].id as string;
     const db = t.server.db.kysely;
-    const mark = () => db.transaction().execute((trx) => t.server.services.quotes.markOptionUsed(trx, optionId));
-    assert.equal(await mark(), 'USED');
-    assert.equal(await mark(), 'ALREADY_USED');
+    const take = (ids: string[]) => db.transaction().execute((trx) => t.server.services.quotes.takeOptions(trx, ids));
+    assert.deepEqual([...(await take([optionId]))], [optionId]);
+    assert.deepEqual([...(await take([optionId]))], []);
     assert.equal((await optionForTransfer(optionId)).status, 'USED');
     const read = await t.request('GET', `/v1/quotes/${created.body.id}`, { apiKey: a.apiKey });
     assert.equal(read.body.options[0].status, 'USED');
 
-    // Twenty concurrent claims of a fresh option (truly concurrent on PostgreSQL): exactly one wins.
+    // Twenty concurrent takes of a fresh option (truly concurrent on PostgreSQL): exactly one wins.
     const fresh = await quote({ from: ACH, to: WIRE, amount: '21.00' });
     const freshId = fresh.body.options[0].id as string;
-    const outcomes = await Promise.all(
-      Array.from({ length: 20 }, () => db.transaction().execute((trx) => t.server.services.quotes.markOptionUsed(trx, freshId))),
-    );
-    assert.equal(outcomes.filter((o) => o === 'USED').length, 1);
-    assert.equal(outcomes.filter((o) => o === 'ALREADY_USED').length, 19);
+    const outcomes = await Promise.all(Array.from({ length: 20 }, () => take([freshId])));
+    assert.equal(outcomes.filter((o) => o.has(freshId)).length, 1);
+
+    // Several at once: only the open ones are taken; an unknown id is ignored.
+    const [first, second] = (await Promise.all(['22.00', '23.00'].map(async (amount) => (await quote({ from: ACH, to: WIRE, amount })).body.options[0].id))) as [string, string];
+    assert.deepEqual([...(await take([second, freshId, first, '00000000-0000-4000-8000-000000000000']))].sort(), [first, second].sort());
   });
 
   test('the OpenAPI document describes the quote request, including the crypto destination field', async () => {
@@ -392,7 +393,7 @@ describe('quotes', () => {
     // Another option a transfer took before it expired: it stays USED, whatever the job does.
     const taken = await quote({ from: ACH, to: WIRE, amount: '31.00' });
     const takenId = taken.body.options[0].id as string;
-    assert.equal(await t.server.db.kysely.transaction().execute((trx) => t.server.services.quotes.markOptionUsed(trx, takenId)), 'USED');
+    assert.ok((await t.server.db.kysely.transaction().execute((trx) => t.server.services.quotes.takeOptions(trx, [takenId]))).has(takenId));
     assert.equal(await t.server.services.quotes.expireOptions(), 0, 'nothing is due yet');
     const statusOf = async () => (await t.request('GET', `/v1/quotes/${created.body.id}`, { apiKey: a.apiKey })).body.options[0].status as string;
     assert.equal(await statusOf(), 'OPEN');
@@ -407,8 +408,8 @@ describe('quotes', () => {
     const deadline = Date.now() + 30_000;
     while ((await statusOf()) !== 'EXPIRED' && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
     assert.equal(await statusOf(), 'EXPIRED');
-    const mark = await t.server.db.kysely.transaction().execute((trx) => t.server.services.quotes.markOptionUsed(trx, optionId));
-    assert.equal(mark, 'EXPIRED');
+    const taking = await t.server.db.kysely.transaction().execute((trx) => t.server.services.quotes.takeOptions(trx, [optionId]));
+    assert.equal(taking.size, 0, 'an expired option cannot be taken');
     // The job only expires OPEN options.
     assert.ok(Date.now() > Date.parse(taken.body.options[0].expiresAt));
     await t.server.services.quotes.expireOptions();

@@ -1,6 +1,8 @@
 import { sql } from 'kysely';
 import type { Kysely, Transaction } from 'kysely';
 import type { WithDefaults } from '../platform/db/types.ts';
+import { Batcher, lookupBatcher } from '../platform/batch.ts';
+import { insertRows, recordset } from '../platform/db/recordset.ts';
 
 export type OptionStatus = 'OPEN' | 'USED' | 'EXPIRED';
 export type DestinationType = 'FIAT_ACCOUNT' | 'CRYPTO_WALLET';
@@ -58,11 +60,57 @@ interface Tables {
 
 type Db = Kysely<any> | Transaction<any>;
 
-// jsonb columns are written as JSON text; both engines hand them back parsed.
-const json = (value: unknown) => JSON.stringify(value);
+type OptionKey = { organizationId: string; optionId: string };
+
+/** An option as the quote engine makes it; the rest of its row is the quote's or the database's. */
+export type NewOption = Omit<QuoteOptionRow, 'created_at' | 'status' | 'expires_at' | 'quote_id' | 'organization_id'>;
+type NewQuote = { quote: Omit<QuoteRow, 'created_at'>; options: NewOption[]; ttlSeconds: number };
+
+const QUOTE_COLUMNS = {
+  id: 'uuid',
+  organization_id: 'uuid',
+  entity_id: 'uuid',
+  fixed_side: 'text',
+  amount: 'numeric',
+  from_rail: 'jsonb',
+  to_rail: 'jsonb',
+  destination_type: 'text',
+  destination_id: 'uuid',
+  destination_version: 'integer',
+  active_only: 'boolean',
+  advisories: 'jsonb',
+} as const;
+
+const OPTION_COLUMNS = {
+  id: 'uuid',
+  quote_id: 'uuid',
+  organization_id: 'uuid',
+  rank: 'integer',
+  from_asset: 'text',
+  to_asset: 'text',
+  from_amount: 'numeric',
+  to_amount: 'numeric',
+  rate: 'text',
+  fees: 'jsonb',
+  total_fee: 'numeric',
+  fee_currency: 'text',
+  eta_seconds: 'integer',
+  legs: 'jsonb',
+} as const;
+const OPTION_NAMES = Object.keys(OPTION_COLUMNS).join(', ');
 
 export class QuoteRepository {
   readonly #db: Kysely<Tables>;
+  readonly #inserts = new Batcher<NewQuote, Date>((batch) => this.#insertMany(batch));
+  // Every transfer creation reads its option; concurrent reads outside a transaction share a statement.
+  readonly #options = lookupBatcher<OptionKey, OptionWithQuoteRow>(
+    (keys) =>
+      this.#optionQuery(this.#db)
+        .where(sql<boolean>`(o.id, o.organization_id) in (select * from unnest(${keys.map((k) => k.optionId)}::uuid[], ${keys.map((k) => k.organizationId)}::uuid[]))`)
+        .execute(),
+    (k) => `${k.organizationId}/${k.optionId}`,
+    (row) => `${row.organization_id}/${row.id}`,
+  );
   constructor(db: Kysely<any>) {
     this.#db = db;
   }
@@ -70,32 +118,30 @@ export class QuoteRepository {
   /**
    * Stores a quote and its options in one statement (all or nothing, with no transaction to open
    * and commit); created_at comes from the database clock, the same instant for the quote and its
-   * options.
+   * options. Quotes made at the same time are stored by one statement.
    */
-  async insert(
-    quote: Omit<QuoteRow, 'created_at'>,
-    options: Array<Omit<QuoteOptionRow, 'created_at' | 'status' | 'expires_at' | 'quote_id' | 'organization_id'>>,
-    ttlSeconds: number,
-  ): Promise<{ quote: QuoteRow; options: QuoteOptionRow[] }> {
-    const quoteRow = { ...quote, from_rail: json(quote.from_rail), to_rail: json(quote.to_rail), advisories: json(quote.advisories) };
-    if (!options.length) return { quote: await this.#db.insertInto('quotes').values(quoteRow).returningAll().executeTakeFirstOrThrow(), options: [] };
-    const rows = await this.#db
-      .with('new_quote', (qb) => qb.insertInto('quotes').values(quoteRow).returning('id'))
-      .insertInto('quote_options')
-      .values(
-        options.map((o) => ({
-          ...o,
-          quote_id: quote.id,
-          organization_id: quote.organization_id,
-          fees: json(o.fees),
-          legs: json(o.legs),
-          // now() is the transaction's start, the same instant as the quote's created_at.
-          expires_at: sql<Date>`now() + make_interval(secs => ${ttlSeconds})`,
-        })),
-      )
-      .returningAll()
-      .execute();
-    return { quote: { ...quote, created_at: rows[0]!.created_at }, options: rows.sort((a, b) => a.rank - b.rank) };
+  async insert(quote: Omit<QuoteRow, 'created_at'>, options: NewOption[], ttlSeconds: number): Promise<{ quote: QuoteRow; options: QuoteOptionRow[] }> {
+    const createdAt = await this.#inserts.submit({ quote, options, ttlSeconds });
+    return {
+      quote: { ...quote, created_at: createdAt },
+      options: options
+        .map((o) => ({ ...o, quote_id: quote.id, organization_id: quote.organization_id, status: 'OPEN' as const, created_at: createdAt, expires_at: new Date(createdAt.getTime() + ttlSeconds * 1000) }))
+        .sort((a, b) => a.rank - b.rank),
+    };
+  }
+
+  async #insertMany(batch: NewQuote[]): Promise<Date[]> {
+    const quotes = batch.map((b) => b.quote);
+    const options = batch.flatMap((b) => b.options.map((o) => ({ ...o, quote_id: b.quote.id, organization_id: b.quote.organization_id, ttl_seconds: b.ttlSeconds })));
+    // now() is the statement's start: the same instant for every quote and option it writes.
+    const { rows } = await sql<{ created_at: Date }>`
+      with new_quotes as (${insertRows('quotes', quotes, QUOTE_COLUMNS)}),
+           new_options as (
+             insert into quote_options (${sql.raw(OPTION_NAMES)}, expires_at)
+             select ${sql.raw(OPTION_NAMES)}, now() + make_interval(secs => r.ttl_seconds) from ${recordset(options, { ...OPTION_COLUMNS, ttl_seconds: 'integer' }, 'r')}
+           )
+      select now()::timestamptz(3) as created_at`.execute(this.#db);
+    return batch.map(() => rows[0]!.created_at);
   }
 
   async find(organizationId: string, id: string): Promise<{ quote: QuoteRow; options: QuoteOptionRow[] } | null> {
@@ -113,9 +159,13 @@ export class QuoteRepository {
     return { quote, options };
   }
 
-  async findOption(organizationId: string, optionId: string, db: Db = this.#db): Promise<OptionWithQuoteRow | undefined> {
-    const conn = db as unknown as Kysely<Tables>;
-    return conn
+  async findOption(organizationId: string, optionId: string, db?: Db): Promise<OptionWithQuoteRow | undefined> {
+    if (!db || db === this.#db) return this.#options.submit({ organizationId, optionId });
+    return this.#optionQuery(db).where('o.organization_id', '=', organizationId).where('o.id', '=', optionId).executeTakeFirst();
+  }
+
+  #optionQuery(db: Db) {
+    return (db as unknown as Kysely<Tables>)
       .selectFrom('quote_options as o')
       .innerJoin('quotes as q', 'q.id', 'o.quote_id')
       .selectAll('o')
@@ -129,31 +179,25 @@ export class QuoteRepository {
         'q.destination_id',
         'q.destination_version',
         EFFECTIVE_STATUS,
-      ])
-      .where('o.organization_id', '=', organizationId)
-      .where('o.id', '=', optionId)
-      .executeTakeFirst();
+      ]);
   }
 
-  /** OPEN → USED when not expired, atomically; null when the row did not qualify. */
-  async claim(trx: Transaction<any>, optionId: string): Promise<boolean> {
-    const row = await (trx as Transaction<Tables>)
+  /**
+   * OPEN → USED for those of the options still open and unexpired, atomically; answers their ids.
+   * An option another transaction is taking is waited for, then read again (it is USED by then,
+   * or OPEN again if that transaction rolled back). Rows are locked in id order (the index scan
+   * of an ANY list sorts it), so two takers never wait on each other in a circle.
+   */
+  async take(trx: Transaction<any>, optionIds: string[]): Promise<Set<string>> {
+    const rows = await (trx as Transaction<Tables>)
       .updateTable('quote_options')
       .set({ status: 'USED' })
-      .where('id', '=', optionId)
+      .where(sql<boolean>`id = any(${optionIds}::uuid[])`)
       .where('status', '=', 'OPEN')
       .where('expires_at', '>', sql<Date>`now()`)
       .returning('id')
-      .executeTakeFirst();
-    return Boolean(row);
-  }
-
-  async statusOf(trx: Transaction<any>, optionId: string): Promise<{ status: OptionStatus; expired: boolean } | undefined> {
-    return (trx as Transaction<Tables>)
-      .selectFrom('quote_options')
-      .select(['status', sql<boolean>`expires_at <= now()`.as('expired')])
-      .where('id', '=', optionId)
-      .executeTakeFirst();
+      .execute();
+    return new Set(rows.map((r) => r.id));
   }
 
   /** Marks OPEN options past their expiry as EXPIRED; returns how many moved. */
@@ -161,7 +205,8 @@ export class QuoteRepository {
     const result = await this.#db
       .updateTable('quote_options')
       .set({ status: 'EXPIRED' })
-      .where('status', '=', 'OPEN')
+      // A literal, not a parameter: a prepared statement's generic plan can then use the partial index of open options.
+      .where('status', '=', sql.lit('OPEN'))
       .where('expires_at', '<=', sql<Date>`now()`)
       .executeTakeFirst();
     return Number(result.numUpdatedRows);

@@ -15,6 +15,7 @@ import { QuoteRepository } from './repository.ts';
 import type { DestinationType, OptionStatus, OptionWithQuoteRow, QuoteOptionRow, QuoteRow } from './repository.ts';
 import type { Advisory, QuoteRequest } from './schemas.ts';
 import { isUuid } from '../platform/ids.ts';
+import { allInOrder } from '../platform/batch.ts';
 
 /** Options returned per quote. */
 export const MAX_OPTIONS = 5;
@@ -168,8 +169,7 @@ export class QuoteService {
     const fixedAsset = railAsset(fixedSide === 'FROM' ? from : to);
     const amount = parseAmount(request.amount, fixedAsset);
 
-    await this.#entities.requireActive(organizationId, request.entityId);
-    const destination = await this.#bindDestination(organizationId, request, to);
+    const [, destination] = await allInOrder([this.#entities.requireActive(organizationId, request.entityId), this.#bindDestination(organizationId, request, to)] as const);
 
     const { options, advisories } = await this.#search(from, to, fixedSide, amount);
 
@@ -223,14 +223,12 @@ export class QuoteService {
   }
 
   /**
-   * Flips the option OPEN → USED inside the caller's transaction, only while it is unexpired.
-   * Concurrent callers serialize on the row: exactly one sees USED, the others ALREADY_USED.
+   * Takes options for transfers inside the caller's transaction: OPEN → USED for each one still
+   * open and unexpired, which it answers. Concurrent takers serialize on the rows: an option goes
+   * to exactly one of them.
    */
-  async markOptionUsed(trx: Transaction<any>, optionId: string): Promise<'USED' | 'ALREADY_USED' | 'EXPIRED'> {
-    if (await this.#repo.claim(trx, optionId)) return 'USED';
-    const current = await this.#repo.statusOf(trx, optionId);
-    if (!current) throw notFound('Quote option');
-    return current.status === 'USED' ? 'ALREADY_USED' : 'EXPIRED';
+  async takeOptions(trx: Transaction<any>, optionIds: string[]): Promise<Set<string>> {
+    return optionIds.length ? this.#repo.take(trx, optionIds) : new Set();
   }
 
   /** The quotes.expire-options job: OPEN options past expiresAt become EXPIRED. */

@@ -3,6 +3,7 @@
 import { CompiledQuery, sql } from 'kysely';
 import type { Kysely, Transaction } from 'kysely';
 import type { WithDefaults } from '../platform/db/types.ts';
+import { insertRows } from '../platform/db/recordset.ts';
 import type { Cursor } from '../platform/http/pagination.ts';
 import { ceilToMillisecond } from '../platform/time.ts';
 import type { LegKind, LegStatus } from '../providers/adapter.ts';
@@ -101,9 +102,87 @@ interface Tables {
 }
 
 export type NewTransfer = Omit<TransferRow, 'created_at' | 'updated_at' | 'version' | 'funds_received_at' | 'reviewed_at'>;
-const jsonOrNull = (v: unknown) => (v == null ? null : JSON.stringify(v)) as never;
 export type NewLeg = Omit<LegRow, 'created_at' | 'updated_at' | 'actual_amount_in' | 'actual_amount_out' | 'status_reason'>;
 export type NewTimelineRow = Omit<TimelineRow, 'sequence' | 'occurred_at'>;
+
+/** One transfer to create: its row, legs and first timeline item, stamped with one instant. */
+export interface NewCreation {
+  transfer: NewTransfer;
+  legs: NewLeg[];
+  first: NewTimelineRow;
+  createdAt: Date;
+}
+
+// The columns a creation writes (version, funds_received_at, reviewed_at and sequence are the database's defaults).
+const TRANSFER_COLUMNS = {
+  id: 'uuid',
+  organization_id: 'uuid',
+  entity_id: 'uuid',
+  quote_id: 'uuid',
+  quote_option_id: 'uuid',
+  status: 'text',
+  blocking_party: 'text',
+  status_reason: 'text',
+  client_reference: 'text',
+  payment_references: 'jsonb',
+  original_message_id: 'text',
+  from_rail: 'jsonb',
+  to_rail: 'jsonb',
+  source_asset: 'text',
+  destination_asset: 'text',
+  fee_currency: 'text',
+  quoted_source_amount: 'numeric',
+  quoted_destination_amount: 'numeric',
+  quoted_fee_total: 'numeric',
+  quoted_rate: 'text',
+  actual_source_amount: 'numeric',
+  actual_destination_amount: 'numeric',
+  actual_fee_total: 'numeric',
+  destination_type: 'text',
+  destination_id: 'uuid',
+  destination_version: 'integer',
+  destination_relationship: 'text',
+  destination_snapshot: 'jsonb',
+  sandbox_outcome: 'text',
+  api_view: 'text',
+  created_at: 'timestamptz',
+  updated_at: 'timestamptz',
+} as const;
+const LEG_COLUMNS = {
+  id: 'uuid',
+  transfer_id: 'uuid',
+  position: 'integer',
+  kind: 'text',
+  provider_id: 'text',
+  provider_name: 'text',
+  provider_reference: 'text',
+  status: 'text',
+  progress_stage: 'text',
+  from_asset: 'text',
+  to_asset: 'text',
+  rail: 'jsonb',
+  quoted_amount_in: 'numeric',
+  quoted_amount_out: 'numeric',
+  quoted_fee: 'numeric',
+  quoted_rate: 'text',
+  created_at: 'timestamptz',
+  updated_at: 'timestamptz',
+} as const;
+const ITEM_COLUMNS = {
+  id: 'uuid',
+  transfer_id: 'uuid',
+  organization_id: 'uuid',
+  kind: 'text',
+  from_status: 'text',
+  to_status: 'text',
+  blocking_party: 'text',
+  reason: 'text',
+  leg_position: 'integer',
+  leg_status: 'text',
+  progress_stage: 'text',
+  version: 'integer',
+  occurred_at: 'timestamptz',
+} as const;
 /** What a leg change may write: its state and what the provider reported, never its identity or plan. */
 export type LegPatch = Partial<Pick<LegRow, 'status' | 'progress_stage' | 'provider_reference' | 'actual_amount_in' | 'actual_amount_out' | 'status_reason' | 'updated_at'>>;
 
@@ -159,24 +238,19 @@ export class TransferRepository {
     return (trx as Transaction<Tables> | undefined) ?? this.#db;
   }
 
-  /** Inserts a transfer with its legs and its first timeline row, in one statement. */
-  async insert(trx: Transaction<any>, transfer: NewTransfer, legs: NewLeg[], first: NewTimelineRow, createdAt: Date): Promise<void> {
-    const db = trx as Transaction<Tables>;
-    const row = {
-      ...transfer,
-      created_at: createdAt,
-      updated_at: createdAt,
-      from_rail: JSON.stringify(transfer.from_rail) as never,
-      to_rail: JSON.stringify(transfer.to_rail) as never,
-      payment_references: jsonOrNull(transfer.payment_references),
-      destination_snapshot: JSON.stringify(transfer.destination_snapshot) as never,
-      api_view: transfer.api_view,
-    };
-    const legRows = legs.map((l) => ({ ...l, rail: jsonOrNull(l.rail), created_at: createdAt, updated_at: createdAt }));
-    // Data-modifying CTEs all run, in one round trip; a conflict on quote_option_id fails the whole statement.
-    const withTransfer = db.with('new_transfer', (qb) => qb.insertInto('transfers').values(row).returning('id'));
-    const withLegs = legRows.length ? withTransfer.with('new_legs', (qb) => qb.insertInto('transfer_legs').values(legRows).returning('id')) : withTransfer;
-    await withLegs.insertInto('transfer_events').values({ ...first, occurred_at: createdAt }).execute();
+  /**
+   * Inserts transfers, each with its legs and first timeline row, in one statement for all of
+   * them (a second transfer for one quote option fails it: the UNIQUE on quote_option_id).
+   */
+  async insertMany(trx: Transaction<any>, creations: NewCreation[]): Promise<void> {
+    if (!creations.length) return;
+    const transfers = creations.map((c) => ({ ...c.transfer, created_at: c.createdAt, updated_at: c.createdAt }));
+    const legs = creations.flatMap((c) => c.legs.map((l) => ({ ...l, created_at: c.createdAt, updated_at: c.createdAt })));
+    const items = creations.map((c) => ({ ...c.first, occurred_at: c.createdAt }));
+    await sql`
+      with new_transfers as (${insertRows('transfers', transfers, TRANSFER_COLUMNS)}),
+           new_legs as (${insertRows('transfer_legs', legs, LEG_COLUMNS)})
+      ${insertRows('transfer_events', items, ITEM_COLUMNS)}`.execute(trx);
   }
 
   /** The transfer with its legs and timeline in one round trip; undefined when not this organization's. */
@@ -338,9 +412,11 @@ export class TransferRepository {
   /**
    * Transfers waiting in PENDING_SETUP, oldest first, after `after` (a page of them; null for
    * the first). A transfer never changes while it waits there, so updated_at is when it was created.
+   * The statuses here are literals, not parameters, so that a prepared statement's generic plan
+   * can use the partial index of engine-owned transfers (with a parameter it scanned the table).
    */
   async pendingSetup(after: { updated_at: Date; id: string } | null, limit: number): Promise<Array<Pick<TransferRow, 'id' | 'updated_at'>>> {
-    let q = this.#db.selectFrom('transfers').select(['id', 'updated_at']).where('status', '=', 'PENDING_SETUP');
+    let q = this.#db.selectFrom('transfers').select(['id', 'updated_at']).where('status', '=', sql.lit<TransferStatus>('PENDING_SETUP'));
     if (after) q = q.where((eb) => eb.or([eb('updated_at', '>', after.updated_at), eb.and([eb('updated_at', '=', after.updated_at), eb('id', '>', after.id)])]));
     return q.orderBy('updated_at').orderBy('id').limit(limit).execute();
   }
@@ -350,7 +426,7 @@ export class TransferRepository {
     return this.#db
       .selectFrom('transfers')
       .select(['id', 'status'])
-      .where('status', 'in', ['PENDING_SETUP', 'IN_PROGRESS'])
+      .where('status', 'in', [sql.lit<TransferStatus>('PENDING_SETUP'), sql.lit<TransferStatus>('IN_PROGRESS')])
       .where('updated_at', '<', updatedBefore)
       .orderBy('updated_at')
       .limit(limit)

@@ -59,7 +59,7 @@ export async function transferRoutes(app: App, deps: { transfers: TransferServic
       const key = requireIdempotencyKey(request.headers['idempotency-key']);
       const result = await transfers.create(principalOf(request).organizationId, key, request.body);
       if (result.replayed) reply.header('Idempotent-Replayed', 'true');
-      return reply.code(result.status as 201).send(result.body);
+      return send(reply.code(result.status as 201), result.body);
     },
   });
 

@@ -7,8 +7,9 @@ import type { Kysely, Transaction } from 'kysely';
 import type { Environment } from '../platform/config.ts';
 import { ApiError, notFound } from '../platform/http/errors.ts';
 import { decodeCursor, pageOf } from '../platform/http/pagination.ts';
-import { requestFingerprint } from '../platform/idempotency.ts';
-import type { IdempotencyStore, StoredResponse } from '../platform/idempotency.ts';
+import { LOCK_NOT_AVAILABLE, isKeyTaken, requestFingerprint, requestInProgress } from '../platform/idempotency.ts';
+import type { IdempotencyScope, IdempotencyStore, StoredResponse } from '../platform/idempotency.ts';
+import { Batcher } from '../platform/batch.ts';
 import { fromMinor, normalize, toMinor } from '../platform/money.ts';
 import { iso, isoOrNull } from '../platform/time.ts';
 import { railKey } from '../providers/adapter.ts';
@@ -20,11 +21,12 @@ import type { QuoteOptionForTransfer } from '../quotes/service.ts';
 import type { DestinationSnapshot } from '../destinations/service.ts';
 import type { Actor, FundableTransfer, FundingService } from '../funding/service.ts';
 import { TransferRepository } from './repository.ts';
-import type { LegPatch, LegRow, NewLeg, NewTimelineRow, SandboxOutcome, TimelineRow, TransferDetailRow, TransferFilter, TransferRow } from './repository.ts';
+import type { LegPatch, LegRow, NewCreation, NewLeg, NewTimelineRow, SandboxOutcome, TimelineRow, TransferDetailRow, TransferFilter, TransferRow } from './repository.ts';
 import type { CreateTransferBody, OpsTransferListQuery, Transfer, TransferListQuery, TransferSummary } from './schemas.ts';
 import { CANCELABLE, LEG_MOVES, blockingPartyOf, firstStage, isLegTerminal, isTerminal, refuseMove } from './state-machine.ts';
 import type { TransferStatus } from './state-machine.ts';
 import { isUuid } from '../platform/ids.ts';
+import { allInOrder } from '../platform/batch.ts';
 import type { Logger } from '../platform/logger.ts';
 
 /** A transfer for the API: the stored view as JSON text, or an object when it had to be built or completed. */
@@ -49,13 +51,22 @@ const SETUP_REQUEST_WINDOW_MS = 50;
 
 const CREATE_OPERATION = 'POST /v1/transfers';
 
+/** One creation as it goes to the database with others: its rows, its response and its event. */
+interface Creation {
+  scope: IdempotencyScope;
+  rows: NewCreation;
+  /** The created transfer as the JSON text the API answers (and stores as the transfer's view). */
+  view: string;
+  event: NewEvent;
+}
+
 // ---- What this service needs of its neighbours: their own types, narrowed to what is used. ----
 
 export type QuoteOption = QuoteOptionForTransfer;
 
 export interface QuotesPort {
   getOptionForTransfer(organizationId: string, optionId: string, db?: Kysely<any> | Transaction<any>): Promise<QuoteOption>;
-  markOptionUsed(trx: Transaction<any>, optionId: string): Promise<'USED' | 'ALREADY_USED' | 'EXPIRED'>;
+  takeOptions(trx: Transaction<any>, optionIds: string[]): Promise<Set<string>>;
 }
 
 export interface EntitiesPort {
@@ -147,6 +158,7 @@ export class TransferService {
   readonly #log: Pick<Logger, 'warn'> | null;
   #funding: FundingPort | null = null;
   #setupRequest: NodeJS.Timeout | null = null;
+  readonly #creations = new Batcher<Creation, boolean>((batch) => this.#createMany(batch));
 
   constructor(options: TransferServiceOptions) {
     this.#db = options.db;
@@ -185,44 +197,81 @@ export class TransferService {
   // ---------------------------------------------------------------------------------------------
 
   /**
-   * POST /v1/transfers. The checks that read other domains run first, outside the transaction
-   * (their services read through their own connections); the option is then claimed, and the
-   * transfer written, in the idempotency key's transaction. A refused request whose key already
-   * completed answers with the stored response: a replay is never refused for a reason that
-   * arose after the original succeeded (the option being used by it, for one).
+   * POST /v1/transfers. The references are read and checked first, outside any transaction; the
+   * transfer is then written by one transaction together with its option taken, its stored
+   * response and its event, shared with the creations arriving at the same moment (#createMany).
+   * The key is looked at only when something stands in the way: a key that already answered
+   * replays its response (a replay is never refused for a reason that arose after the original
+   * succeeded, such as the option being used by it), and a key or option someone else took
+   * first answers what they took it for.
    */
-  async create(organizationId: string, key: string, body: CreateTransferBody): Promise<StoredResponse<Transfer>> {
+  async create(organizationId: string, key: string, body: CreateTransferBody): Promise<StoredResponse<TransferBody>> {
     const scope = { organizationId, operation: CREATE_OPERATION, key, requestHash: requestFingerprint(body) };
     let prepared: Awaited<ReturnType<TransferService['prepareCreation']>>;
     try {
       prepared = await this.prepareCreation(organizationId, body);
     } catch (err) {
       if (!(err instanceof ApiError)) throw err;
-      // Replays the stored response if this key completed; otherwise the claim rolls back.
-      return this.#idempotency.run<Transfer>(scope, async () => {
-        throw err;
-      });
+      const stored = await this.#idempotency.stored<Transfer>(scope);
+      if (stored) return stored;
+      throw err;
     }
-    const created = await this.#idempotency.run<Transfer>(scope, async (trx) => ({ status: 201, body: await this.#insert(trx, organizationId, body, prepared) }));
-    if (!created.replayed) this.requestSetup();
-    return created;
+    const creation = this.#plan(organizationId, scope, body, prepared);
+    let created = false;
+    try {
+      created = await this.#creations.submit(creation);
+    } catch (err) {
+      if ((err as { code?: string }).code === LOCK_NOT_AVAILABLE) throw requestInProgress();
+      if (!isKeyTaken(err)) throw err;
+    }
+    if (created) {
+      this.requestSetup();
+      return { status: 201, body: creation.view, replayed: false };
+    }
+    const stored = await this.#idempotency.stored<Transfer>(scope);
+    if (stored) return stored;
+    const option = await this.#quotes.getOptionForTransfer(organizationId, creation.rows.transfer.quote_option_id);
+    throw option.status === 'USED' ? quoteOptionUsed() : quoteExpired();
+  }
+
+  /**
+   * Writes a batch of creations in one transaction: the transfers whose options are still free
+   * (with legs, first timeline item and the option taken), then their stored responses and their
+   * events. Answers, per creation, whether it was written. A key taken meanwhile fails the whole
+   * batch, which the Batcher then writes one creation at a time.
+   */
+  async #createMany(batch: Creation[]): Promise<boolean[]> {
+    return this.#db.transaction().execute(async (trx) => {
+      await this.#idempotency.boundWaits(trx);
+      const taken = await this.#quotes.takeOptions(trx, [...new Set(batch.map((c) => c.rows.transfer.quote_option_id))]);
+      // Each option taken goes to the first creation that asked for it; the others in the batch
+      // wanting it are not written (a duplicate of that one, or a loser of the race for it).
+      const created = batch.filter((c) => taken.delete(c.rows.transfer.quote_option_id));
+      await this.#repo.insertMany(trx, created.map((c) => c.rows));
+      await this.#idempotency.storeCompleted(trx, created.map((c) => ({ scope: c.scope, status: 201, body: c.view })));
+      await this.#events.recordMany(trx, created.map((c) => c.event));
+      const written = new Set(created);
+      return batch.map((c) => written.has(c));
+    });
   }
 
   /** Every check that does not need the transaction; returns what the insert needs. */
   async prepareCreation(organizationId: string, body: CreateTransferBody) {
-    await this.#entities.requireActive(organizationId, body.entityId);
-    const option = await this.#quotes.getOptionForTransfer(organizationId, body.quoteOptionId);
+    const ref = body.destination.type === 'FIAT_ACCOUNT' ? { type: 'FIAT_ACCOUNT' as const, id: body.destination.fiatAccountId } : { type: 'CRYPTO_WALLET' as const, id: body.destination.cryptoWalletId };
+    if (!this.#destinations) throw new ApiError(501, 'not_implemented', 'Saved destinations are not available in this build');
+    // Read together; refused in the order they were checked one by one: entity, option, destination.
+    const snapshotRead = this.#destinations.snapshot(organizationId, ref);
+    snapshotRead.catch(() => {});
+    const [, option] = await allInOrder([this.#entities.requireActive(organizationId, body.entityId), this.#quotes.getOptionForTransfer(organizationId, body.quoteOptionId)] as const);
     if (option.entityId !== body.entityId) {
       throw new ApiError(422, 'quote_entity_mismatch', `Quote option ${option.id} was made for another entity; quote again for entity ${body.entityId}`);
     }
     if (option.status === 'USED') throw quoteOptionUsed();
     if (option.status === 'EXPIRED' || option.expiresAt.getTime() <= Date.now()) throw quoteExpired();
 
-    const ref = body.destination.type === 'FIAT_ACCOUNT' ? { type: 'FIAT_ACCOUNT' as const, id: body.destination.fiatAccountId } : { type: 'CRYPTO_WALLET' as const, id: body.destination.cryptoWalletId };
-    if (!this.#destinations) throw new ApiError(501, 'not_implemented', 'Saved destinations are not available in this build');
-    // Read first: a destination the organization does not have (another organization's) is 404
-    // not_found, like every other reference, before it is compared with the option.
-    const snapshot = await this.#destinations.snapshot(organizationId, ref);
+    // A destination the organization does not have (another organization's) is 404 not_found,
+    // like every other reference, before it is compared with the option.
+    const snapshot = await snapshotRead;
     if (option.destination && (option.destination.type !== ref.type || option.destination.id !== ref.id)) {
       throw destinationMismatch(`Quote option ${option.id} was quoted for ${option.destination.type} ${option.destination.id}, not for ${ref.type} ${ref.id}`);
     }
@@ -238,12 +287,9 @@ export class TransferService {
     return { option, snapshot };
   }
 
-  async #insert(trx: Transaction<any>, organizationId: string, body: CreateTransferBody, prepared: { option: QuoteOption; snapshot: DestinationSnapshot }): Promise<Transfer> {
+  /** The rows, view and event of a new transfer, worked out in memory. */
+  #plan(organizationId: string, scope: IdempotencyScope, body: CreateTransferBody, prepared: { option: QuoteOption; snapshot: DestinationSnapshot }): Creation {
     const { option, snapshot } = prepared;
-    const claimed = await this.#quotes.markOptionUsed(trx, option.id);
-    if (claimed === 'ALREADY_USED') throw quoteOptionUsed();
-    if (claimed === 'EXPIRED') throw quoteExpired();
-
     const id = randomUUID();
     const status: TransferStatus = 'PENDING_SETUP';
     const legs: NewLeg[] = option.legs
@@ -333,22 +379,19 @@ export class TransferService {
       legs: legs.map((l) => ({ ...l, actual_amount_in: null, actual_amount_out: null, status_reason: null, created_at: createdAt, updated_at: createdAt })),
       timeline: [{ ...first, sequence: '0', occurred_at: createdAt }],
     };
-    const view = toTransfer(full, null);
-    try {
-      await this.#repo.insert(trx, { ...row, api_view: JSON.stringify(view) }, legs, first, createdAt);
-    } catch (err) {
-      // The UNIQUE on quote_option_id: another request (under another key) won the option.
-      if ((err as { code?: string }).code === '23505') throw quoteOptionUsed();
-      throw err;
-    }
-    await this.#events.record(trx, {
-      id: first.id,
-      occurredAt: createdAt,
-      organizationId,
-      type: 'transfer.status_changed',
-      data: { transferId: id, status, previousStatus: null, blockingParty: row.blocking_party, version: 1 },
-    });
-    return view;
+    const view = JSON.stringify(toTransfer(full, null));
+    return {
+      scope,
+      rows: { transfer: { ...row, api_view: view }, legs, first, createdAt },
+      view,
+      event: {
+        id: first.id,
+        occurredAt: createdAt,
+        organizationId,
+        type: 'transfer.status_changed',
+        data: { transferId: id, status, previousStatus: null, blockingParty: row.blocking_party, version: 1 },
+      },
+    };
   }
 
   /**
