@@ -1,7 +1,7 @@
 // Who is calling, and what may they do. Two credentials (SPEC.md "Authentication"): an API key in
 // X-API-Key, or a user's bearer JWT, Corridor's own or, when configured, an external identity
 // provider's. Failures answer exactly SPEC.md's error table.
-import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Environment } from '../platform/config.ts';
 import { ApiError } from '../platform/http/errors.ts';
@@ -17,6 +17,7 @@ import { AuthRepository } from './repository.ts';
 import type { ApiKeyRow } from './repository.ts';
 import { ACCESS_TOKEN_TTL_SECONDS, TokenIssuer } from './tokens.ts';
 import { ExternalIdentityProvider } from './external-idp.ts';
+import { newId } from '../platform/ids.ts';
 
 export interface Principal {
   kind: 'user' | 'api_key';
@@ -214,7 +215,7 @@ export class AuthService {
     const secret = `${this.#keyPrefix}${random}`;
     const row = await this.#repo.insertApiKey(
       {
-        id: randomUUID(),
+        id: newId(),
         organization_id: principal.organizationId,
         name: input.name,
         scopes: [...new Set(input.scopes)],

@@ -1,7 +1,6 @@
 // Saved destinations: fiat accounts and crypto wallets (SPEC.md "Saved destinations",
 // DECISIONS.md §3). Instructions live in immutable versions; an edit that changes them makes
 // version n+1 under the same id, so a transfer can keep the exact instructions it was created with.
-import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Environment } from '../platform/config.ts';
 import { ApiError, notFound, unprocessable, validationError } from '../platform/http/errors.ts';
@@ -14,7 +13,7 @@ import type { CurrentRow, DestinationKind, DestinationRow, VersionContent, Versi
 import { RailSchemaRegistry } from './rail-schemas.ts';
 import { MAX_VERSION } from './schemas.ts';
 import type { ChainSchema, FiatRailKey, FiatRailSchema } from './rail-schemas.ts';
-import { isUuid } from '../platform/ids.ts';
+import { isUuid, newId } from '../platform/ids.ts';
 
 export type { DestinationKind };
 export type Relationship = 'SELF' | 'THIRD_PARTY';
@@ -283,7 +282,7 @@ export class DestinationService {
   async #create(actor: Actor, kind: DestinationKind, input: { entityId: string; nickname?: string | undefined }, content: () => Promise<Omit<VersionContent, 'created_by_type' | 'created_by_id'>>): Promise<string> {
     await this.#entities.get(actor.organizationId, input.entityId);
     const version = await content();
-    const id = randomUUID();
+    const id = newId();
     await this.#repo.insert(
       { id, organization_id: actor.organizationId, entity_id: input.entityId, kind, nickname: input.nickname ?? null },
       { ...version, created_by_type: actor.createdBy.type, created_by_id: actor.createdBy.id },

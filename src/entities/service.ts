@@ -1,6 +1,5 @@
 // Entities: the people and businesses an organization moves money for (DECISIONS.md §3).
 // An entity must be onboarded (ACTIVE) before it can be quoted or paid for.
-import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import iso3166 from 'iso-3166-1';
 import type { Environment } from '../platform/config.ts';
@@ -12,7 +11,7 @@ import { EntityRepository } from './repository.ts';
 import type { EntityFilter, EntityRow, EntityStatus, EntityType } from './repository.ts';
 import { SANDBOX_MAGIC_NAMES } from './schemas.ts';
 import type { CreateEntityInput } from './schemas.ts';
-import { isUuid } from '../platform/ids.ts';
+import { isUuid, newId } from '../platform/ids.ts';
 
 export type { EntityStatus, EntityType };
 
@@ -86,7 +85,7 @@ export class EntityService {
     const { type, country, ...profile } = input;
     const status = this.#initialStatus(input);
     const row = await this.#repo.insert({
-      id: randomUUID(),
+      id: newId(),
       organization_id: organizationId,
       type,
       status,

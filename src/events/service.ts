@@ -2,12 +2,12 @@
 // the change itself, so an event exists exactly when its change committed (transactional outbox).
 // Subscribers (webhook fan-out) run inside that same transaction, so whatever they write (delivery
 // rows, queued jobs) commits or rolls back together with the event.
-import { randomUUID } from 'node:crypto';
 import type { Kysely, Transaction } from 'kysely';
 import { ApiError, notFound } from '../platform/http/errors.ts';
 import { iso } from '../platform/time.ts';
 import { EventRepository } from './repository.ts';
 import type { EventRow } from './repository.ts';
+import { newId } from '../platform/ids.ts';
 
 export const EVENT_TYPES = ['transfer.status_changed', 'transfer.leg_status_changed'] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
@@ -102,7 +102,7 @@ export class EventService {
    */
   async recordMany(trx: Transaction<any>, events: NewEvent[]): Promise<RecordedEvent[]> {
     const rows = events.map((event) => ({
-      id: event.id ?? randomUUID(),
+      id: event.id ?? newId(),
       organization_id: event.organizationId,
       type: event.type,
       data: eventData(event.type, event.data),

@@ -2,7 +2,6 @@
 // instructions that belong to one transfer only, and moves the transfer READY_TO_FUND →
 // AWAITING_FUNDS in the same transaction; its expiry moves it back. Proofs of payment are
 // stored for people to look at and never change the transfer's status.
-import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import type { Kysely, Transaction } from 'kysely';
@@ -17,6 +16,7 @@ import type { FundingInstructions } from './instructions.ts';
 import { EmptyProof, PROOF_MAX_BYTES, ProofFileStore, ProofTooLarge, UnsupportedProofType, UploadInterrupted } from './proof-files.ts';
 import { FundingRepository } from './repository.ts';
 import type { FundingProofRow, FundingSessionRow } from './repository.ts';
+import { newId } from '../platform/ids.ts';
 
 /** The part of a transfer funding needs, read through the transfer service. */
 export interface FundableTransfer {
@@ -179,7 +179,7 @@ export class FundingService {
         throw err;
       }
       const row = await this.#repo.insertSession(trx, {
-        id: randomUUID(),
+        id: newId(),
         organization_id: organizationId,
         transfer_id: transfer.id,
         status: 'ACTIVE',
@@ -268,7 +268,7 @@ export class FundingService {
     } catch (err) {
       throw proofError(err);
     }
-    const id = randomUUID();
+    const id = newId();
     let storagePath: string | null = null;
     try {
       storagePath = await this.#files.keep(received, id);

@@ -1,9 +1,9 @@
 // SQL of the ledger. Amounts leave the database as decimal strings (numeric) and are summed in
 // SQL as numeric, so no float ever sees them.
-import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import type { Kysely, Transaction } from 'kysely';
 import type { WithDefaults } from '../platform/db/types.ts';
+import { newId } from '../platform/ids.ts';
 
 export interface LedgerEntryRow {
   id: string;
@@ -52,7 +52,7 @@ export class LedgerRepository {
     postings: Array<Pick<LedgerPostingRow, 'account' | 'currency' | 'amount'>>,
   ): Promise<boolean> {
     const db = trx as Transaction<LedgerTables>;
-    const id = randomUUID();
+    const id = newId();
     const inserted = await db
       .insertInto('ledger_entries')
       .values({ id, ...entry })
@@ -62,7 +62,7 @@ export class LedgerRepository {
     if (!inserted) return false;
     await db
       .insertInto('ledger_postings')
-      .values(postings.map((p) => ({ id: randomUUID(), entry_id: id, organization_id: entry.organization_id, transfer_id: entry.transfer_id, ...p })))
+      .values(postings.map((p) => ({ id: newId(), entry_id: id, organization_id: entry.organization_id, transfer_id: entry.transfer_id, ...p })))
       .execute();
     return true;
   }

@@ -1,11 +1,11 @@
 // Organizations are the tenants. Every other resource hangs off exactly one of them.
-import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Environment } from '../platform/config.ts';
 import { notFound } from '../platform/http/errors.ts';
 import { iso } from '../platform/time.ts';
 import { OrganizationRepository } from './repository.ts';
 import type { OrganizationRow } from './repository.ts';
+import { newId } from '../platform/ids.ts';
 
 export const FEATURES = ['reports'] as const;
 export type Feature = (typeof FEATURES)[number];
@@ -53,7 +53,7 @@ export class OrganizationService {
 
   async create(name: string, options: { kind?: 'CUSTOMER' | 'OPERATOR'; trx?: Kysely<any> } = {}): Promise<Organization> {
     const row = await this.#repo.insert(
-      { id: randomUUID(), name, kind: options.kind ?? 'CUSTOMER', features: options.kind === 'OPERATOR' ? [] : this.defaultFeatures() },
+      { id: newId(), name, kind: options.kind ?? 'CUSTOMER', features: options.kind === 'OPERATOR' ? [] : this.defaultFeatures() },
       options.trx,
     );
     return toOrganization(row);

@@ -1,6 +1,5 @@
 // Quotes: search the provider network for execution paths between two rails, price each one
 // exactly, keep the best few as options that expire, and hand one to the transfer engine.
-import { randomUUID } from 'node:crypto';
 import type { Kysely, Transaction } from 'kysely';
 import { notFound, unprocessable, validationError } from '../platform/http/errors.ts';
 import { MoneyError, fromMinor, parseClientAmount, toMinor } from '../platform/money.ts';
@@ -14,7 +13,7 @@ import type { LegPricingInput, PricedFee, PricedPath } from './pricing.ts';
 import { QuoteRepository } from './repository.ts';
 import type { DestinationType, OptionStatus, OptionWithQuoteRow, QuoteOptionRow, QuoteRow } from './repository.ts';
 import type { Advisory, QuoteRequest } from './schemas.ts';
-import { isUuid } from '../platform/ids.ts';
+import { isUuid, newId } from '../platform/ids.ts';
 import { allInOrder } from '../platform/batch.ts';
 
 /** Options returned per quote. */
@@ -173,7 +172,7 @@ export class QuoteService {
 
     const { options, advisories } = await this.#search(from, to, fixedSide, amount);
 
-    const quoteId = randomUUID();
+    const quoteId = newId();
     const stored = await this.#repo.insert(
       {
         id: quoteId,
@@ -190,7 +189,7 @@ export class QuoteService {
         advisories,
       },
       options.map((o, i) => ({
-        id: randomUUID(),
+        id: newId(),
         rank: i + 1,
         from_asset: o.fromAsset,
         to_asset: o.toAsset,

@@ -1,7 +1,6 @@
 // Reports: the request rules (DECISIONS.md §8, §10), preview, creation with its generation job,
 // downloads, and the scheduled recovery and artifact expiry. Generation itself is in
 // generation.ts; the output formats are the profiles.
-import { randomUUID } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import type { Kysely } from 'kysely';
 import { ApiError, notFound, validationError } from '../platform/http/errors.ts';
@@ -27,6 +26,7 @@ import { ReportGenerator } from './generation.ts';
 import type { GenerationAttempt } from './generation.ts';
 import { SCHEMA_VERSION } from './schemas.ts';
 import type { NormalizedFilters, ReportBodyInput, ReportPreviewResource, ReportRequest, ReportResource, TransferStatus } from './schemas.ts';
+import { newId } from '../platform/ids.ts';
 
 export const GENERATE_JOB = 'reports.generate';
 export const RECOVER_JOB = 'reports.recover';
@@ -201,7 +201,7 @@ export class ReportService {
         const row = await this.#repo.insert(
           trx,
           {
-            id: randomUUID(),
+            id: newId(),
             organization_id: caller.organizationId,
             profile_version: profile.profileVersion,
             type: request.type,

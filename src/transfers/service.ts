@@ -2,7 +2,6 @@
 // change goes through transition() (status) or changeLeg() (legs), which validate the move
 // against the one state machine, append the timeline, post the ledger, raise the version and
 // write the outbox event, all inside the caller's transaction.
-import { randomUUID } from 'node:crypto';
 import type { Kysely, Transaction } from 'kysely';
 import type { Environment } from '../platform/config.ts';
 import { ApiError, notFound } from '../platform/http/errors.ts';
@@ -25,7 +24,7 @@ import type { LegPatch, LegRow, NewCreation, NewLeg, NewTimelineRow, SandboxOutc
 import type { CreateTransferBody, OpsTransferListQuery, Transfer, TransferListQuery, TransferSummary } from './schemas.ts';
 import { CANCELABLE, LEG_MOVES, blockingPartyOf, firstStage, isLegTerminal, isTerminal, refuseMove } from './state-machine.ts';
 import type { TransferStatus } from './state-machine.ts';
-import { isUuid } from '../platform/ids.ts';
+import { isUuid, newId } from '../platform/ids.ts';
 import { allInOrder } from '../platform/batch.ts';
 import type { Logger } from '../platform/logger.ts';
 
@@ -290,13 +289,13 @@ export class TransferService {
   /** The rows, view and event of a new transfer, worked out in memory. */
   #plan(organizationId: string, scope: IdempotencyScope, body: CreateTransferBody, prepared: { option: QuoteOption; snapshot: DestinationSnapshot }): Creation {
     const { option, snapshot } = prepared;
-    const id = randomUUID();
+    const id = newId();
     const status: TransferStatus = 'PENDING_SETUP';
     const legs: NewLeg[] = option.legs
       .slice()
       .sort((a, b) => a.position - b.position)
       .map((l) => ({
-        id: randomUUID(),
+        id: newId(),
         transfer_id: id,
         position: l.position,
         kind: l.kind,
@@ -353,7 +352,7 @@ export class TransferService {
       sandbox_outcome: this.#env === 'sandbox' ? magicOutcome(option.requestAmount) : null,
     };
     const first: Omit<TimelineRow, 'sequence' | 'occurred_at'> = {
-      id: randomUUID(),
+      id: newId(),
       transfer_id: id,
       organization_id: organizationId,
       kind: 'STATUS',
@@ -864,7 +863,7 @@ function movePatch(transfer: TransferRow, to: TransferStatus, reason: string | n
 /** A status move, as transitionLocked() records it once its consequences are in `patch`. */
 function statusChange(transfer: TransferRow, patch: MovePatch, legs: LegRow[], at: Date): PlannedChange {
   const item: NewTimelineRow = {
-    id: randomUUID(),
+    id: newId(),
     transfer_id: transfer.id,
     organization_id: transfer.organization_id,
     kind: 'STATUS',
@@ -910,7 +909,7 @@ function legChange(transfer: TransferRow, leg: LegRow, change: LegChange): Plann
   };
   const updated: LegRow = { ...leg, ...legPatch };
   const item: NewTimelineRow = {
-    id: randomUUID(),
+    id: newId(),
     transfer_id: transfer.id,
     organization_id: transfer.organization_id,
     kind: 'LEG',

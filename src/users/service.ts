@@ -1,12 +1,12 @@
 // Users belong to one organization. Credentials (password hashes) never leave this domain
 // except to the auth service for sign-in.
-import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { ApiError } from '../platform/http/errors.ts';
 import { decodeCursor, pageOf } from '../platform/http/pagination.ts';
 import { iso } from '../platform/time.ts';
 import { UserRepository } from './repository.ts';
 import type { UserRow } from './repository.ts';
+import { newId } from '../platform/ids.ts';
 
 export const ROLES = ['OWNER', 'ADMIN', 'DEVELOPER', 'VIEWER', 'SERVICE_OPS'] as const;
 export type Role = (typeof ROLES)[number];
@@ -45,7 +45,7 @@ export class UserService {
   async create(input: { organizationId: string; email: string; fullName: string; passwordHash: string; roles: Role[] }, trx?: Kysely<any>): Promise<User> {
     try {
       const row = await this.#repo.insert(
-        { id: randomUUID(), organization_id: input.organizationId, email: input.email.toLowerCase(), full_name: input.fullName, password_hash: input.passwordHash, roles: input.roles },
+        { id: newId(), organization_id: input.organizationId, email: input.email.toLowerCase(), full_name: input.fullName, password_hash: input.passwordHash, roles: input.roles },
         trx,
       );
       return toUser(row);

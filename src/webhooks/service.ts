@@ -12,7 +12,6 @@
 //    lease expires, which re-sends the same event under the same webhook-id (at least once).
 // 3. Each job carries the step of the retry chain it belongs to; a job whose step was already
 //    recorded does nothing, so a job the queue runs twice cannot fork a second chain.
-import { randomUUID } from 'node:crypto';
 import type { Kysely, Transaction } from 'kysely';
 import type { Environment } from '../platform/config.ts';
 import { ApiError, notFound, validationError } from '../platform/http/errors.ts';
@@ -30,6 +29,7 @@ import { RETRY_LIMIT, retryDelayMs } from './retry.ts';
 import { WebhookSender } from './sender.ts';
 import type { AttemptOutcome } from './sender.ts';
 import { newSigningSecret, signedHeaders } from './signing.ts';
+import { newId } from '../platform/ids.ts';
 
 export const DELIVERY_JOB = 'webhooks.deliver';
 /** An enabled endpoint and the event types it takes. */
@@ -255,7 +255,7 @@ export class WebhookService {
     const url = await this.#checkUrl(input.url);
     const secret = newSigningSecret();
     const row = await this.#repo.insertEndpoint({
-      id: randomUUID(),
+      id: newId(),
       organization_id: organizationId,
       url,
       description: input.description ?? null,
@@ -295,7 +295,7 @@ export class WebhookService {
         if (input.status === 'ENABLED') Object.assign(changes, { status: 'ENABLED', disabled_reason: null, disabled_at: null, consecutive_failures: 0 });
         else Object.assign(changes, { status: 'DISABLED', disabled_reason: DISABLED_REASONS.byUser, disabled_at: now });
         await this.#repo.insertStatusChange(trx, {
-          id: randomUUID(),
+          id: newId(),
           endpoint_id: id,
           organization_id: organizationId,
           status: input.status,
@@ -340,7 +340,7 @@ export class WebhookService {
     const endpointIds = (await this.#subscriptionsIn(trx, event.organizationId)).filter((e) => e.event_types.includes(event.type)).map((e) => e.id);
     if (!endpointIds.length) return;
     const rows = endpointIds.map((endpointId) => ({
-      id: randomUUID(),
+      id: newId(),
       organization_id: event.organizationId,
       endpoint_id: endpointId,
       event_id: event.id,
@@ -406,7 +406,7 @@ export class WebhookService {
     const current = await this.#repo.numberAttempt(trx, target.id, finishedAt);
     if (!current) return;
     await this.#repo.insertAttempt(trx, {
-      id: randomUUID(),
+      id: newId(),
       delivery_id: target.id,
       attempt_number: current.attempt_count,
       trigger: step === null ? 'MANUAL' : 'AUTOMATIC',
@@ -461,7 +461,7 @@ export class WebhookService {
     if (!reason) return false;
     const disabled = await this.#repo.disableIfEnabled(trx, target.endpoint_id, reason, at);
     if (disabled) {
-      await this.#repo.insertStatusChange(trx, { id: randomUUID(), endpoint_id: disabled.id, organization_id: disabled.organization_id, status: 'DISABLED', reason, detail });
+      await this.#repo.insertStatusChange(trx, { id: newId(), endpoint_id: disabled.id, organization_id: disabled.organization_id, status: 'DISABLED', reason, detail });
       this.#log.warn({ webhookEndpointId: disabled.id, organizationId: disabled.organization_id, reason, detail }, 'webhook endpoint disabled');
     }
     return true;
