@@ -224,7 +224,7 @@ const RECORD_COLUMNS = {
   request_hash: 'text',
   state: 'text',
   response_status: 'integer',
-  response_body: 'jsonb',
+  response_body: 'json',
   created_at: 'timestamptz',
   locked_until: 'timestamptz',
   expires_at: 'timestamptz',

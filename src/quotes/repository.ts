@@ -91,11 +91,11 @@ const OPTION_COLUMNS = {
   from_amount: 'numeric',
   to_amount: 'numeric',
   rate: 'text',
-  fees: 'jsonb',
+  fees: 'json',
   total_fee: 'numeric',
   fee_currency: 'text',
   eta_seconds: 'integer',
-  legs: 'jsonb',
+  legs: 'json',
 } as const;
 const OPTION_NAMES = Object.keys(OPTION_COLUMNS).join(', ');
 

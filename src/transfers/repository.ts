@@ -3,7 +3,7 @@
 import { CompiledQuery, sql } from 'kysely';
 import type { Kysely, Transaction } from 'kysely';
 import type { WithDefaults } from '../platform/db/types.ts';
-import { insertRows } from '../platform/db/recordset.ts';
+import { JsonText, insertRows } from '../platform/db/recordset.ts';
 import type { Cursor } from '../platform/http/pagination.ts';
 import { ceilToMillisecond } from '../platform/time.ts';
 import type { LegKind, LegStatus } from '../providers/adapter.ts';
@@ -244,7 +244,8 @@ export class TransferRepository {
    */
   async insertMany(trx: Transaction<any>, creations: NewCreation[]): Promise<void> {
     if (!creations.length) return;
-    const transfers = creations.map((c) => ({ ...c.transfer, created_at: c.createdAt, updated_at: c.createdAt }));
+    // The view is JSON this process made: sent as the document it is, not escaped into a string.
+    const transfers = creations.map((c) => ({ ...c.transfer, api_view: c.transfer.api_view === null ? null : new JsonText(c.transfer.api_view), created_at: c.createdAt, updated_at: c.createdAt }));
     const legs = creations.flatMap((c) => c.legs.map((l) => ({ ...l, created_at: c.createdAt, updated_at: c.createdAt })));
     const items = creations.map((c) => ({ ...c.first, occurred_at: c.createdAt }));
     await sql`

@@ -53,6 +53,13 @@ describe('recordset', () => {
     ]);
   });
 
+  test('a JsonText in a text column is stored as its text, byte for byte', async () => {
+    const text = '{"b": 1,"a":"x \\"y\\""}';
+    await sql`${insertRows('rows_in', [{ id: '00000000-0000-4000-8000-000000000006', note: new JsonText(text) }], { id: 'uuid', note: 'text' })}`.execute(db.kysely);
+    const { rows } = await sql<{ note: string }>`select note from rows_in where id = '00000000-0000-4000-8000-000000000006'`.execute(db.kysely);
+    assert.equal(rows[0]!.note, text);
+  });
+
   test('a recordset can be read like a table, and an empty one has no rows', async () => {
     const { rows } = await sql<{ n: number }>`select r.n from ${recordset([{ n: 2 }, { n: 1 }], { n: 'integer' }, 'r')} order by r.n`.execute(db.kysely);
     assert.deepEqual(rows, [{ n: 1 }, { n: 2 }]);

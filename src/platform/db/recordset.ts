@@ -22,6 +22,7 @@ function definition(columns: Columns): string {
 /**
  * A JSON document that is already text (a stored response, say): written into the rows as it
  * is, not quoted as a string and not parsed and encoded again. It must be JSON this process made.
+ * A json or jsonb column takes it as the document; a text column takes its text unchanged.
  */
 export class JsonText {
   readonly text: string;
@@ -31,7 +32,7 @@ export class JsonText {
 }
 
 function encode(rows: readonly object[], columns: Columns): string {
-  const documents = Object.keys(columns).filter((name) => columns[name] === 'json' || columns[name] === 'jsonb');
+  const documents = Object.keys(columns).filter((name) => columns[name] === 'json' || columns[name] === 'jsonb' || columns[name] === 'text');
   if (!rows.some((row) => documents.some((name) => (row as Record<string, unknown>)[name] instanceof JsonText))) return JSON.stringify(rows);
   return `[${rows
     .map((row) => {
