@@ -187,6 +187,7 @@ export async function createServer(config: Config, options: ServerOptions = {}):
       log,
     });
     transfers.useFunding(funding);
+    quotes.useOptionUsage(transfers);
     const engine = new TransferEngine({ db: db.kysely, env: config.env, transfers, providers, log });
     const services: Services = { events, webhooks, organizations, users, auth, idempotency, providers, rails, entities, destinations, reports, quotes, ledger, transfers, engine, funding };
     for (const job of reports.jobs()) queue.define(job);

@@ -158,12 +158,12 @@ export class IdempotencyStore {
   }
 
   /**
-   * Bounds how long the caller's transaction waits for locks (like SET LOCAL lock_timeout): a
-   * duplicate waiting for the request that holds what it needs fails with LOCK_NOT_AVAILABLE
-   * after waitMs, answered as 409 idempotency_request_in_progress.
+   * How long a duplicate may wait for the request holding what it needs (its key, or what the
+   * work takes) before it answers 409 idempotency_request_in_progress: work that claims its key
+   * by completing bounds its own lock waits with it (see storeCompleted).
    */
-  async boundWaits(trx: Transaction<any>): Promise<void> {
-    await sql`select set_config('lock_timeout', ${String(Math.max(1, Math.floor(this.#waitMs)))}, true)`.execute(trx);
+  get waitMs(): number {
+    return this.#waitMs;
   }
 
   /**

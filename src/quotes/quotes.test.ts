@@ -6,6 +6,7 @@ import path from 'node:path';
 import { startTestServer } from '../../test/helpers/server.ts';
 import type { TestOrganization, TestServer } from '../../test/helpers/server.ts';
 import { convert, toMinor } from '../platform/money.ts';
+import { createTransfer, newCustomer, quoteOption } from '../transfers/test-support.ts';
 
 const ACH = { type: 'FIAT', country: 'US', currency: 'USD', method: 'ACH' };
 const WIRE = { type: 'FIAT', country: 'US', currency: 'USD', method: 'WIRE' };
@@ -356,26 +357,19 @@ describe('quotes', () => {
     assert.equal((await t.request('GET', `/v1/quotes/${created.body.id}`, { apiKey: key.body.secret })).status, 200, 'transfers:read may read a quote');
   });
 
-  test('takeOptions takes an option once; later and concurrent takers get nothing', async () => {
-    const created = await quote({ from: ACH, to: WIRE, amount: '20.00' });
-    const optionId = created.body.options[0].id as string;
-    const db = t.server.db.kysely;
-    const take = (ids: string[]) => db.transaction().execute((trx) => t.server.services.quotes.takeOptions(trx, ids));
-    assert.deepEqual([...(await take([optionId]))], [optionId]);
-    assert.deepEqual([...(await take([optionId]))], []);
-    assert.equal((await optionForTransfer(optionId)).status, 'USED');
-    const read = await t.request('GET', `/v1/quotes/${created.body.id}`, { apiKey: a.apiKey });
+  test('an option a transfer took reads USED in GET /v1/quotes/{id}; its siblings stay OPEN', async () => {
+    const c = await newCustomer(t, 'Quotes used');
+    const { optionId, quote: created } = await quoteOption(t, c, '20.00');
+    assert.ok(created.options.length > 1, 'the route has several options');
+    const before = await t.request('GET', `/v1/quotes/${created.id}`, { apiKey: c.org.apiKey });
+    assert.deepEqual(before.body.options.map((o: { status: string }) => o.status), created.options.map(() => 'OPEN'));
+    assert.equal((await createTransfer(t, c, optionId)).status, 201);
+    const read = await t.request('GET', `/v1/quotes/${created.id}`, { apiKey: c.org.apiKey });
     assert.equal(read.body.options[0].status, 'USED');
-
-    // Twenty concurrent takes of a fresh option (truly concurrent on PostgreSQL): exactly one wins.
-    const fresh = await quote({ from: ACH, to: WIRE, amount: '21.00' });
-    const freshId = fresh.body.options[0].id as string;
-    const outcomes = await Promise.all(Array.from({ length: 20 }, () => take([freshId])));
-    assert.equal(outcomes.filter((o) => o.has(freshId)).length, 1);
-
-    // Several at once: only the open ones are taken; an unknown id is ignored.
-    const [first, second] = (await Promise.all(['22.00', '23.00'].map(async (amount) => (await quote({ from: ACH, to: WIRE, amount })).body.options[0].id))) as [string, string];
-    assert.deepEqual([...(await take([second, freshId, first, '00000000-0000-4000-8000-000000000000']))].sort(), [first, second].sort());
+    assert.deepEqual(read.body.options.slice(1).map((o: { status: string }) => o.status), created.options.slice(1).map(() => 'OPEN'));
+    const again = await createTransfer(t, c, optionId);
+    assert.equal(again.status, 409);
+    assert.equal(again.body.code, 'quote_option_used');
   });
 
   test('the OpenAPI document describes the quote request, including the crypto destination field', async () => {
@@ -387,36 +381,35 @@ describe('quotes', () => {
   });
 
   test('quotes.expire-options marks options past expiresAt EXPIRED, and they can no longer be used', async () => {
-    const created = await quote({ from: ACH, to: WIRE, amount: '30.00' });
-    const optionId = created.body.options[0].id as string;
-    const expiresAt = Date.parse(created.body.options[0].expiresAt);
+    const c = await newCustomer(t, 'Quotes expiry');
+    const { optionId, option, quote: created } = await quoteOption(t, c, '30.00');
+    const expiresAt = Date.parse(option.expiresAt);
     // Another option a transfer took before it expired: it stays USED, whatever the job does.
-    const taken = await quote({ from: ACH, to: WIRE, amount: '31.00' });
-    const takenId = taken.body.options[0].id as string;
-    assert.ok((await t.server.db.kysely.transaction().execute((trx) => t.server.services.quotes.takeOptions(trx, [takenId]))).has(takenId));
+    const { optionId: takenId, quote: taken } = await quoteOption(t, c, '31.00');
+    assert.equal((await createTransfer(t, c, takenId)).status, 201);
     assert.equal(await t.server.services.quotes.expireOptions(), 0, 'nothing is due yet');
-    const statusOf = async () => (await t.request('GET', `/v1/quotes/${created.body.id}`, { apiKey: a.apiKey })).body.options[0].status as string;
+    const statusOf = async (id = created.id as string) => (await t.request('GET', `/v1/quotes/${id}`, { apiKey: c.org.apiKey })).body.options[0].status as string;
     assert.equal(await statusOf(), 'OPEN');
 
     while (Date.now() <= expiresAt + 50) await new Promise((r) => setTimeout(r, 100));
-    assert.equal((await optionForTransfer(optionId)).status, 'EXPIRED', 'an elapsed option reads as EXPIRED before the job runs');
+    assert.equal((await t.server.services.quotes.getOptionForTransfer(c.org.organizationId, optionId)).status, 'EXPIRED', 'an elapsed option reads as EXPIRED before the job runs');
     // Regression: GET /v1/quotes/{id} showed the stored OPEN until the job ran.
     const stored = await t.server.db.kysely.selectFrom('quote_options').select('status').where('id', '=', optionId).executeTakeFirstOrThrow();
     assert.equal(stored.status, 'OPEN', 'the job has not run yet');
     assert.equal(await statusOf(), 'EXPIRED', 'the quote read shows it EXPIRED too');
     await t.server.queue.send('quotes.expire-options', {});
     const deadline = Date.now() + 30_000;
-    while ((await statusOf()) !== 'EXPIRED' && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+    const storedStatus = async () => (await t.server.db.kysely.selectFrom('quote_options').select('status').where('id', '=', optionId).executeTakeFirstOrThrow()).status as string;
+    while ((await storedStatus()) !== 'EXPIRED' && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+    assert.equal(await storedStatus(), 'EXPIRED', 'the job stored it');
     assert.equal(await statusOf(), 'EXPIRED');
-    const taking = await t.server.db.kysely.transaction().execute((trx) => t.server.services.quotes.takeOptions(trx, [optionId]));
-    assert.equal(taking.size, 0, 'an expired option cannot be taken');
-    // The job only expires OPEN options.
-    assert.ok(Date.now() > Date.parse(taken.body.options[0].expiresAt));
+    const late = await createTransfer(t, c, optionId);
+    assert.equal(late.status, 422);
+    assert.equal(late.body.code, 'quote_expired', 'an expired option cannot be used');
+    // The option a transfer took reads USED after its expiry and after the job, too.
+    assert.ok(Date.now() > Date.parse(taken.options[0].expiresAt));
     await t.server.services.quotes.expireOptions();
-    const takenRow = await t.server.db.kysely.selectFrom('quote_options').select('status').where('id', '=', takenId).executeTakeFirstOrThrow();
-    assert.equal(takenRow.status, 'USED');
-    assert.equal((await optionForTransfer(takenId)).status, 'USED');
-    assert.equal((await t.request('GET', `/v1/quotes/${taken.body.id}`, { apiKey: a.apiKey })).body.options[0].status, 'USED');
+    assert.equal(await statusOf(taken.id as string), 'USED');
   });
 });
 

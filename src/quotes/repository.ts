@@ -182,24 +182,6 @@ export class QuoteRepository {
       ]);
   }
 
-  /**
-   * OPEN → USED for those of the options still open and unexpired, atomically; answers their ids.
-   * An option another transaction is taking is waited for, then read again (it is USED by then,
-   * or OPEN again if that transaction rolled back). Rows are locked in id order (the index scan
-   * of an ANY list sorts it), so two takers never wait on each other in a circle.
-   */
-  async take(trx: Transaction<any>, optionIds: string[]): Promise<Set<string>> {
-    const rows = await (trx as Transaction<Tables>)
-      .updateTable('quote_options')
-      .set({ status: 'USED' })
-      .where(sql<boolean>`id = any(${optionIds}::uuid[])`)
-      .where('status', '=', 'OPEN')
-      .where('expires_at', '>', sql<Date>`now()`)
-      .returning('id')
-      .execute();
-    return new Set(rows.map((r) => r.id));
-  }
-
   /** Marks OPEN options past their expiry as EXPIRED; returns how many moved. */
   async expireDue(): Promise<number> {
     const result = await this.#db

@@ -82,7 +82,10 @@ export interface QuoteOptionForTransfer {
   quoteId: string;
   organizationId: string;
   entityId: string;
-  /** OPEN, USED, or EXPIRED (also when still OPEN in storage but past expiresAt by the database clock). */
+  /**
+   * OPEN or EXPIRED (also when still OPEN in storage but past expiresAt by the database clock);
+   * USED only on options taken before transfers kept that fact themselves (OptionUsage).
+   */
   status: 'OPEN' | 'USED' | 'EXPIRED';
   expiresAt: Date;
   from: Rail;
@@ -119,6 +122,14 @@ export interface DestinationLookup {
   getCryptoWallet(organizationId: string, id: string): Promise<{ id: string; entityId: string; version: number; blockchain: string; asset: string }>;
 }
 
+/**
+ * Which options transfers have taken. A transfer owns that fact (one transfer per option, by the
+ * UNIQUE on its quote_option_id), so quotes ask for it rather than keep a copy of it.
+ */
+export interface OptionUsage {
+  takenOptions(optionIds: string[]): Promise<Set<string>>;
+}
+
 export interface QuoteServiceOptions {
   db: Kysely<any>;
   providers: ProviderDirectory;
@@ -144,6 +155,7 @@ export class QuoteService {
   readonly #entities: EntityGate;
   readonly #destinations: DestinationLookup;
   readonly #ttlSeconds: number;
+  #usage: OptionUsage | null = null;
 
   constructor(options: QuoteServiceOptions) {
     this.#repo = new QuoteRepository(options.db);
@@ -152,6 +164,11 @@ export class QuoteService {
     this.#entities = options.entities;
     this.#destinations = options.destinations;
     this.#ttlSeconds = options.ttlSeconds;
+  }
+
+  /** Transfers are built after quotes (they take options); they are wired here once they exist. */
+  useOptionUsage(usage: OptionUsage): void {
+    this.#usage = usage;
   }
 
   async create(organizationId: string, request: QuoteRequest): Promise<QuoteView> {
@@ -207,11 +224,13 @@ export class QuoteService {
     return toQuoteView(stored.quote, stored.options);
   }
 
-  /** The stored quote; 404 not_found for an unknown id or another organization's. */
+  /** The stored quote, each option USED once a transfer took it; 404 not_found for an unknown id or another organization's. */
   async get(organizationId: string, id: string): Promise<QuoteView> {
     const found = isUuid(id) ? await this.#repo.find(organizationId, id) : null;
     if (!found) throw notFound('Quote');
-    return toQuoteView(found.quote, found.options);
+    const taken = this.#usage ? await this.#usage.takenOptions(found.options.map((o) => o.id)) : new Set<string>();
+    const options = found.options.map((o) => (taken.has(o.id) ? { ...o, status: 'USED' as const } : o));
+    return toQuoteView(found.quote, options);
   }
 
   /** One option with its quote, for the transfer engine; 404 not_found for an unknown id or another organization's. */
@@ -219,15 +238,6 @@ export class QuoteService {
     const row = isUuid(optionId) ? await this.#repo.findOption(organizationId, optionId, db) : undefined;
     if (!row) throw notFound('Quote option');
     return toOptionForTransfer(row);
-  }
-
-  /**
-   * Takes options for transfers inside the caller's transaction: OPEN → USED for each one still
-   * open and unexpired, which it answers. Concurrent takers serialize on the rows: an option goes
-   * to exactly one of them.
-   */
-  async takeOptions(trx: Transaction<any>, optionIds: string[]): Promise<Set<string>> {
-    return optionIds.length ? this.#repo.take(trx, optionIds) : new Set();
   }
 
   /** The quotes.expire-options job: OPEN options past expiresAt become EXPIRED. */

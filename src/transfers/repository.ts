@@ -3,7 +3,8 @@
 import { CompiledQuery, sql } from 'kysely';
 import type { Kysely, Transaction } from 'kysely';
 import type { WithDefaults } from '../platform/db/types.ts';
-import { JsonText, insertRows } from '../platform/db/recordset.ts';
+import { JsonText, recordset } from '../platform/db/recordset.ts';
+import { lookupBatcher } from '../platform/batch.ts';
 import type { Cursor } from '../platform/http/pagination.ts';
 import { ceilToMillisecond } from '../platform/time.ts';
 import type { LegKind, LegStatus } from '../providers/adapter.ts';
@@ -183,6 +184,7 @@ const ITEM_COLUMNS = {
   version: 'integer',
   occurred_at: 'timestamptz',
 } as const;
+const [TRANSFER_NAMES, LEG_NAMES, ITEM_NAMES] = [TRANSFER_COLUMNS, LEG_COLUMNS, ITEM_COLUMNS].map((c) => Object.keys(c).join(', ')) as [string, string, string];
 /** What a leg change may write: its state and what the provider reported, never its identity or plan. */
 export type LegPatch = Partial<Pick<LegRow, 'status' | 'progress_stage' | 'provider_reference' | 'actual_amount_in' | 'actual_amount_out' | 'status_reason' | 'updated_at'>>;
 
@@ -227,6 +229,12 @@ type ViewRow = { view: string | null; status: TransferStatus; organization_id: s
 export class TransferRepository {
   readonly #db: Kysely<Tables>;
   readonly #viewSql: { any: string; own: string };
+  readonly #takenOption = lookupBatcher<string, string>(
+    async (optionIds) =>
+      (await sql<{ quote_option_id: string }>`select quote_option_id from transfers where quote_option_id = any(${optionIds}::uuid[])`.execute(this.#db)).rows.map((r) => r.quote_option_id),
+    (id) => id,
+    (id) => id,
+  );
   constructor(db: Kysely<any>) {
     this.#db = db;
     // Built once: GET /v1/transfers/{id} runs nothing else, and building the query cost as much as sending it.
@@ -240,18 +248,44 @@ export class TransferRepository {
 
   /**
    * Inserts transfers, each with its legs and first timeline row, in one statement for all of
-   * them (a second transfer for one quote option fails it: the UNIQUE on quote_option_id).
+   * them, except those whose quote option a transfer already has (one transfer per option: the
+   * UNIQUE on quote_option_id). A transfer for the same option that another transaction is still
+   * writing is waited for, at most lockWaitMs (then LOCK_NOT_AVAILABLE, for the whole
+   * transaction, like SET LOCAL lock_timeout), and skipped if that one commits. Options are taken
+   * in id order, so two batches never wait on each other in a circle. Answers the ids written.
    */
-  async insertMany(trx: Transaction<any>, creations: NewCreation[]): Promise<void> {
-    if (!creations.length) return;
+  async insertMany(trx: Transaction<any>, creations: NewCreation[], lockWaitMs: number): Promise<Set<string>> {
+    if (!creations.length) return new Set();
     // The view is JSON this process made: sent as the document it is, not escaped into a string.
     const transfers = creations.map((c) => ({ ...c.transfer, api_view: c.transfer.api_view === null ? null : new JsonText(c.transfer.api_view), created_at: c.createdAt, updated_at: c.createdAt }));
     const legs = creations.flatMap((c) => c.legs.map((l) => ({ ...l, created_at: c.createdAt, updated_at: c.createdAt })));
     const items = creations.map((c) => ({ ...c.first, occurred_at: c.createdAt }));
-    await sql`
-      with new_transfers as (${insertRows('transfers', transfers, TRANSFER_COLUMNS)}),
-           new_legs as (${insertRows('transfer_legs', legs, LEG_COLUMNS)})
-      ${insertRows('transfer_events', items, ITEM_COLUMNS)}`.execute(trx);
+    const { rows } = await sql<{ id: string }>`
+      with input as (
+             select * from ${recordset(transfers, TRANSFER_COLUMNS, 'r')}
+             where set_config('lock_timeout', ${String(Math.max(1, Math.floor(lockWaitMs)))}, true) is not null
+           ),
+           new_transfers as (
+             insert into transfers (${sql.raw(TRANSFER_NAMES)})
+             select ${sql.raw(TRANSFER_NAMES)} from input order by quote_option_id
+             on conflict (quote_option_id) do nothing
+             returning id
+           ),
+           new_legs as (
+             insert into transfer_legs (${sql.raw(LEG_NAMES)})
+             select ${sql.raw(LEG_NAMES)} from ${recordset(legs, LEG_COLUMNS, 'l')} where l.transfer_id in (select id from new_transfers)
+           ),
+           new_items as (
+             insert into transfer_events (${sql.raw(ITEM_NAMES)})
+             select ${sql.raw(ITEM_NAMES)} from ${recordset(items, ITEM_COLUMNS, 'e')} where e.transfer_id in (select id from new_transfers)
+           )
+      select id from new_transfers`.execute(trx);
+    return new Set(rows.map((r) => r.id));
+  }
+
+  /** Which of these quote options a transfer has (concurrent reads share a statement). */
+  takenOptions(optionIds: string[]): Promise<Set<string>> {
+    return Promise.all(optionIds.map((id) => this.#takenOption.submit(id))).then((found) => new Set(found.filter((id): id is string => id !== undefined)));
   }
 
   /** The transfer with its legs and timeline in one round trip; undefined when not this organization's. */

@@ -65,7 +65,6 @@ export type QuoteOption = QuoteOptionForTransfer;
 
 export interface QuotesPort {
   getOptionForTransfer(organizationId: string, optionId: string, db?: Kysely<any> | Transaction<any>): Promise<QuoteOption>;
-  takeOptions(trx: Transaction<any>, optionIds: string[]): Promise<Set<string>>;
 }
 
 export interface EntitiesPort {
@@ -227,31 +226,31 @@ export class TransferService {
       this.requestSetup();
       return { status: 201, body: creation.view, replayed: false };
     }
+    // Not written: another transfer has the option (this same request under this key, or another).
     const stored = await this.#idempotency.stored<Transfer>(scope);
     if (stored) return stored;
-    const option = await this.#quotes.getOptionForTransfer(organizationId, creation.rows.transfer.quote_option_id);
-    throw option.status === 'USED' ? quoteOptionUsed() : quoteExpired();
+    throw quoteOptionUsed();
   }
 
   /**
-   * Writes a batch of creations in one transaction: the transfers whose options are still free
-   * (with legs, first timeline item and the option taken), then their stored responses and their
-   * events. Answers, per creation, whether it was written. A key taken meanwhile fails the whole
-   * batch, which the Batcher then writes one creation at a time.
+   * Writes a batch of creations in one transaction: the transfers whose options no transfer has
+   * yet (with legs and first timeline items), then their stored responses and their events.
+   * Answers, per creation, whether it was written. A key taken meanwhile fails the whole batch,
+   * which the Batcher then writes one creation at a time.
    */
   async #createMany(batch: Creation[]): Promise<boolean[]> {
     return this.#db.transaction().execute(async (trx) => {
-      await this.#idempotency.boundWaits(trx);
-      const taken = await this.#quotes.takeOptions(trx, [...new Set(batch.map((c) => c.rows.transfer.quote_option_id))]);
-      // Each option taken goes to the first creation that asked for it; the others in the batch
-      // wanting it are not written (a duplicate of that one, or a loser of the race for it).
-      const created = batch.filter((c) => taken.delete(c.rows.transfer.quote_option_id));
-      await this.#repo.insertMany(trx, created.map((c) => c.rows));
-      await this.#idempotency.storeCompleted(trx, created.map((c) => ({ scope: c.scope, status: 201, body: c.view })));
-      await this.#events.recordMany(trx, created.map((c) => c.event));
-      const written = new Set(created);
-      return batch.map((c) => written.has(c));
+      const created = await this.#repo.insertMany(trx, batch.map((c) => c.rows), this.#idempotency.waitMs);
+      const written = batch.filter((c) => created.has(c.rows.transfer.id));
+      await this.#idempotency.storeCompleted(trx, written.map((c) => ({ scope: c.scope, status: 201, body: c.view })));
+      await this.#events.recordMany(trx, written.map((c) => c.event));
+      return batch.map((c) => created.has(c.rows.transfer.id));
     });
+  }
+
+  /** Which of these quote options a transfer has taken (one transfer per option). */
+  async takenOptions(optionIds: string[]): Promise<Set<string>> {
+    return this.#repo.takenOptions(optionIds);
   }
 
   /** Every check that does not need the transaction; returns what the insert needs. */
@@ -261,11 +260,12 @@ export class TransferService {
     // Read together; refused in the order they were checked one by one: entity, option, destination.
     const snapshotRead = this.#destinations.snapshot(organizationId, ref);
     snapshotRead.catch(() => {});
-    const [, option] = await allInOrder([this.#entities.requireActive(organizationId, body.entityId), this.#quotes.getOptionForTransfer(organizationId, body.quoteOptionId)] as const);
+    const takenRead = isUuid(body.quoteOptionId) ? this.#repo.takenOptions([body.quoteOptionId]) : Promise.resolve(new Set<string>());
+    const [, option, taken] = await allInOrder([this.#entities.requireActive(organizationId, body.entityId), this.#quotes.getOptionForTransfer(organizationId, body.quoteOptionId), takenRead] as const);
     if (option.entityId !== body.entityId) {
       throw new ApiError(422, 'quote_entity_mismatch', `Quote option ${option.id} was made for another entity; quote again for entity ${body.entityId}`);
     }
-    if (option.status === 'USED') throw quoteOptionUsed();
+    if (option.status === 'USED' || taken.has(option.id)) throw quoteOptionUsed();
     if (option.status === 'EXPIRED' || option.expiresAt.getTime() <= Date.now()) throw quoteExpired();
 
     // A destination the organization does not have (another organization's) is 404 not_found,
