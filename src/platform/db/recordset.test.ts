@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { sql } from 'kysely';
 import { openDatabase } from './database.ts';
 import type { Database } from './database.ts';
-import { JsonText, insertRows, recordset } from './recordset.ts';
+import { JsonText, encodeRows, insertRows, recordset } from './recordset.ts';
 import { createTestDatabase } from '../../../test/helpers/database.ts';
 
 describe('recordset', () => {
@@ -29,7 +29,7 @@ describe('recordset', () => {
       { id: '00000000-0000-4000-8000-000000000001', amount: '0.000000000000000001', at: new Date('2026-11-25T10:00:00.123Z'), note: 'O\'Brien "quoted" \\ back\nslash', doc: { a: [1, 'two'], b: null }, n: 7 },
       { id: '00000000-0000-4000-8000-000000000002', amount: '123456789012345678901234567890.12', at: null, note: null, doc: null, n: null },
     ];
-    await sql`${insertRows('rows_in', rows, columns)}`.execute(db.kysely);
+    await sql`${insertRows('rows_in', encodeRows(rows, columns), columns)}`.execute(db.kysely);
     const { rows: back } = await sql<Record<string, unknown>>`select id, amount, at, note, doc, n, doc is null as doc_is_null from rows_in order by id`.execute(db.kysely);
     assert.deepEqual(back, [
       { ...rows[0], doc_is_null: false },
@@ -44,7 +44,7 @@ describe('recordset', () => {
       { id: '00000000-0000-4000-8000-000000000004', doc: { plain: true }, note: 'plain' },
       { id: '00000000-0000-4000-8000-000000000005', doc: new JsonText('[]') },
     ];
-    await sql`${insertRows('rows_in', rows, { id: 'uuid', doc: 'jsonb', note: 'text' })}`.execute(db.kysely);
+    await sql`${insertRows('rows_in', encodeRows(rows, { id: 'uuid', doc: 'jsonb', note: 'text' }), { id: 'uuid', doc: 'jsonb', note: 'text' })}`.execute(db.kysely);
     const { rows: back } = await sql<{ kind: string; doc: unknown }>`select jsonb_typeof(doc) as kind, doc from rows_in where id in ('00000000-0000-4000-8000-000000000003', '00000000-0000-4000-8000-000000000004', '00000000-0000-4000-8000-000000000005') order by id`.execute(db.kysely);
     assert.deepEqual(back, [
       { kind: 'object', doc: JSON.parse(text) },
@@ -55,21 +55,21 @@ describe('recordset', () => {
 
   test('a JsonText in a text column is stored as its text, byte for byte', async () => {
     const text = '{"b": 1,"a":"x \\"y\\""}';
-    await sql`${insertRows('rows_in', [{ id: '00000000-0000-4000-8000-000000000006', note: new JsonText(text) }], { id: 'uuid', note: 'text' })}`.execute(db.kysely);
+    await sql`${insertRows('rows_in', encodeRows([{ id: '00000000-0000-4000-8000-000000000006', note: new JsonText(text) }], { id: 'uuid', note: 'text' }), { id: 'uuid', note: 'text' })}`.execute(db.kysely);
     const { rows } = await sql<{ note: string }>`select note from rows_in where id = '00000000-0000-4000-8000-000000000006'`.execute(db.kysely);
     assert.equal(rows[0]!.note, text);
   });
 
   test('a recordset can be read like a table, and an empty one has no rows', async () => {
-    const { rows } = await sql<{ n: number }>`select r.n from ${recordset([{ n: 2 }, { n: 1 }], { n: 'integer' }, 'r')} order by r.n`.execute(db.kysely);
+    const { rows } = await sql<{ n: number }>`select r.n from ${recordset(encodeRows([{ n: 2 }, { n: 1 }], { n: 'integer' }), { n: 'integer' }, 'r')} order by r.n`.execute(db.kysely);
     assert.deepEqual(rows, [{ n: 1 }, { n: 2 }]);
-    const { rows: none } = await sql`select * from ${recordset([], { n: 'integer' }, 'r')}`.execute(db.kysely);
+    const { rows: none } = await sql`select * from ${recordset(encodeRows([], { n: 'integer' }), { n: 'integer' }, 'r')}`.execute(db.kysely);
     assert.deepEqual(none, []);
   });
 
   test('column names and types are checked before they reach SQL', () => {
     assert.throws(() => recordset([], { 'n; drop table rows_in': 'integer' }, 'r'), /not a column definition/);
     assert.throws(() => recordset([], { n: "integer'" }, 'r'), /not a column definition/);
-    assert.throws(() => insertRows('rows_in; --', [], { n: 'integer' }), /not a table/);
+    assert.throws(() => insertRows('rows_in; --', '[]', { n: 'integer' }), /not a table/);
   });
 });

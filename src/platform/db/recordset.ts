@@ -1,7 +1,8 @@
 // Many rows as one statement parameter. A batch of writes sends its rows as a single JSON array
-// that PostgreSQL unpacks with json_to_recordset: the statement's text is the same for one row or
-// fifty (one prepared statement), and each value is encoded once, by JSON.stringify, instead of
-// once per row and column as bind parameters (jsonb values would be quoted twice).
+// (encodeRows) that PostgreSQL unpacks with json_to_recordset: the statement's text is the same
+// for one row or fifty (one prepared statement, which can be built once: statement.ts), and each
+// value is encoded once, by JSON.stringify, instead of once per row and column as bind
+// parameters (jsonb values would be quoted twice).
 import { sql } from 'kysely';
 import type { RawBuilder } from 'kysely';
 
@@ -31,38 +32,56 @@ export class JsonText {
   }
 }
 
-function encode(rows: readonly object[], columns: Columns): string {
-  const documents = Object.keys(columns).filter((name) => columns[name] === 'json' || columns[name] === 'jsonb' || columns[name] === 'text');
-  if (!rows.some((row) => documents.some((name) => (row as Record<string, unknown>)[name] instanceof JsonText))) return JSON.stringify(rows);
-  return `[${rows
-    .map((row) => {
-      const plain: Record<string, unknown> = { ...row };
-      let spliced = '';
-      for (const name of documents) {
-        const value = plain[name];
-        if (!(value instanceof JsonText)) continue;
-        delete plain[name];
-        spliced += `,"${name}":${value.text}`;
-      }
-      const json = JSON.stringify(plain);
-      return spliced ? (json === '{}' ? `{${spliced.slice(1)}}` : `${json.slice(0, -1)}${spliced}}`) : json;
-    })
-    .join(',')}]`;
+/**
+ * The rows as the one JSON parameter recordset() and insertRows() read: the columns' values as
+ * JSON encodes them (fields that are not columns are left out), JsonText documents spliced in as
+ * they are.
+ */
+export function encodeRows(rows: readonly object[], columns: Columns): string {
+  const names = Object.keys(columns);
+  let out = '[';
+  for (let i = 0; i < rows.length; i++) {
+    const row = rows[i] as Record<string, unknown>;
+    const plain: Record<string, unknown> = {};
+    let spliced = '';
+    for (const name of names) {
+      const value = row[name];
+      if (value instanceof JsonText) spliced += `,"${name}":${value.text}`;
+      else if (value !== undefined) plain[name] = value;
+    }
+    const json = JSON.stringify(plain);
+    out += (i ? ',' : '') + (spliced ? (json === '{}' ? `{${spliced.slice(1)}}` : `${json.slice(0, -1)}${spliced}}`) : json);
+  }
+  return `${out}]`;
 }
 
 /**
- * `json_to_recordset($n::json) as alias(column type, …)`: a FROM item with one row per object.
- * A jsonb column takes the value as it is (object, array, string); a numeric or timestamptz column
- * takes it from its string form, so money stays a decimal string and never passes through a float.
+ * `json_to_recordset($n::json) as alias(column type, …)`: a FROM item with one row per object
+ * of `rows`, the parameter encodeRows() made (or, in a statement built once, the value standing
+ * for it). A jsonb column takes the value as it is (object, array, string); a numeric or
+ * timestamptz column takes it from its string form, so money stays a decimal string and never
+ * passes through a float.
  */
-export function recordset(rows: readonly object[], columns: Columns, alias: string): RawBuilder<unknown> {
+export function recordset(rows: unknown, columns: Columns, alias: string): RawBuilder<unknown> {
   if (!IDENTIFIER.test(alias)) throw new Error(`not an alias: ${alias}`);
-  return sql`json_to_recordset(${encode(rows, columns)}::json) as ${sql.raw(alias)}(${sql.raw(definition(columns))})`;
+  return sql`json_to_recordset(${rows}::json) as ${sql.raw(alias)}(${sql.raw(definition(columns))})`;
 }
 
-/** `insert into table (columns) select columns from json_to_recordset(...)`: every row in one statement. */
-export function insertRows(table: string, rows: readonly object[], columns: Columns): RawBuilder<unknown> {
+/** `insert into table (columns) select columns from json_to_recordset(rows)`: every row in one statement. */
+export function insertRows(table: string, rows: unknown, columns: Columns): RawBuilder<unknown> {
   if (!IDENTIFIER.test(table)) throw new Error(`not a table: ${table}`);
   const names = Object.keys(columns).join(', ');
   return sql`insert into ${sql.raw(table)} (${sql.raw(names)}) select ${sql.raw(names)} from ${recordset(rows, columns, 'r')}`;
+}
+
+/**
+ * A part of a statement that another domain owns (its rows, written by the same statement as the
+ * change they belong to): the rows, encoded for this run, and the SQL that writes them, built
+ * around the value standing for the rows so that the statement can be built once (statement.ts).
+ * `name` tells the parts apart: a statement is built once per set of part names.
+ */
+export interface StatementPart {
+  name: string;
+  rows: string;
+  sql: (rows: unknown) => RawBuilder<unknown>;
 }
