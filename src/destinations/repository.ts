@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { Kysely, Transaction } from 'kysely';
 import { lookupBatcher } from '../platform/batch.ts';
+import { statement } from '../platform/db/statement.ts';
 import type { WithDefaults } from '../platform/db/types.ts';
 import type { Cursor } from '../platform/http/pagination.ts';
 
@@ -45,13 +46,11 @@ type CurrentKey = { organizationId: string; kind: DestinationKind; id: string };
 export class DestinationRepository {
   readonly #db: Kysely<Tables>;
   // Quotes and transfers read their destination on every request; concurrent reads share a statement.
+  readonly #currentStatement = statement<{ ids: string[]; organizations: string[]; kinds: string[] }, CurrentRow>((v) =>
+    this.#current().where(sql<boolean>`d.id = any(${v.ids}::uuid[]) and (d.id, d.organization_id, d.kind) in (select * from unnest(${v.ids}::uuid[], ${v.organizations}::uuid[], ${v.kinds}::text[]))`),
+  );
   readonly #currentByKey = lookupBatcher<CurrentKey, CurrentRow>(
-    (keys) =>
-      this.#current()
-        .where(
-          sql<boolean>`(d.id, d.organization_id, d.kind) in (select * from unnest(${keys.map((k) => k.id)}::uuid[], ${keys.map((k) => k.organizationId)}::uuid[], ${keys.map((k) => k.kind)}::text[]))`,
-        )
-        .execute(),
+    (keys) => this.#currentStatement.run(this.#db, { ids: keys.map((k) => k.id), organizations: keys.map((k) => k.organizationId), kinds: keys.map((k) => k.kind) }),
     (k) => `${k.organizationId}/${k.kind}/${k.id}`,
     (row) => `${row.organization_id}/${row.kind}/${row.id}`,
   );

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { Kysely } from 'kysely';
 import { lookupBatcher } from '../platform/batch.ts';
+import { statement } from '../platform/db/statement.ts';
 import type { WithDefaults } from '../platform/db/types.ts';
 import type { Cursor } from '../platform/http/pagination.ts';
 
@@ -36,13 +37,11 @@ type EntityKey = { organizationId: string; id: string };
 export class EntityRepository {
   readonly #db: Kysely<Tables>;
   // Quotes and transfers read their entity on every request; concurrent reads share a statement.
+  readonly #ownedStatement = statement<{ ids: string[]; organizations: string[] }, EntityRow>((v) =>
+    this.#db.selectFrom('entities').selectAll().where(sql<boolean>`id = any(${v.ids}::uuid[]) and (id, organization_id) in (select * from unnest(${v.ids}::uuid[], ${v.organizations}::uuid[]))`),
+  );
   readonly #owned = lookupBatcher<EntityKey, EntityRow>(
-    (keys) =>
-      this.#db
-        .selectFrom('entities')
-        .selectAll()
-        .where(sql<boolean>`(id, organization_id) in (select * from unnest(${keys.map((k) => k.id)}::uuid[], ${keys.map((k) => k.organizationId)}::uuid[]))`)
-        .execute(),
+    (keys) => this.#ownedStatement.run(this.#db, { ids: keys.map((k) => k.id), organizations: keys.map((k) => k.organizationId) }),
     (k) => `${k.organizationId}/${k.id}`,
     (row) => `${row.organization_id}/${row.id}`,
   );

@@ -1,6 +1,9 @@
 import { sql } from 'kysely';
 import type { Kysely } from 'kysely';
 import type { WithDefaults } from '../platform/db/types.ts';
+import { encodeRows, insertRows } from '../platform/db/recordset.ts';
+import type { StatementPart } from '../platform/db/recordset.ts';
+import { statement } from '../platform/db/statement.ts';
 
 export interface EventRow {
   id: string;
@@ -24,6 +27,10 @@ export interface NewEventRow {
   created_at?: Date;
 }
 
+const EVENT_COLUMNS = { id: 'uuid', organization_id: 'uuid', type: 'text', data: 'jsonb', created_at: 'timestamptz' } as const;
+const insertEvents = (rows: unknown) => insertRows('events', rows, EVENT_COLUMNS);
+const INSERT_EVENTS = statement<{ rows: string }, unknown>((v) => insertEvents(v.rows));
+
 /** Where a reader stands in an organization's event stream. */
 export interface StreamPosition {
   transactionId: string;
@@ -40,16 +47,15 @@ export class EventRepository {
     this.#db = db;
   }
 
-  /** Several events in one statement; answers each one's created_at, in the order given. */
-  async insertMany(db: Kysely<any>, rows: NewEventRow[]): Promise<Date[]> {
-    if (!rows.length) return [];
-    const inserted = await (db as Kysely<Tables>)
-      .insertInto('events')
-      .values(rows.map((row) => ({ ...row, data: JSON.stringify(row.data) as never })))
-      .returning(['id', 'created_at'])
-      .execute();
-    const createdAt = new Map(inserted.map((r) => [r.id, r.created_at]));
-    return rows.map((row) => createdAt.get(row.id)!);
+  /** Several events in one statement, in the caller's transaction. */
+  async insertMany(db: Kysely<any>, rows: Array<NewEventRow & { created_at: Date }>): Promise<void> {
+    if (!rows.length) return;
+    await INSERT_EVENTS.run(db, { rows: encodeRows(rows, EVENT_COLUMNS) });
+  }
+
+  /** The insert of these events as a part of the caller's statement. */
+  insertPart(rows: Array<NewEventRow & { created_at: Date }>): StatementPart {
+    return { name: 'events', rows: encodeRows(rows, EVENT_COLUMNS), sql: insertEvents };
   }
 
   async find(organizationId: string, id: string): Promise<EventRow | undefined> {

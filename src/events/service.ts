@@ -3,6 +3,7 @@
 // Subscribers (webhook fan-out) run inside that same transaction, so whatever they write (delivery
 // rows, queued jobs) commits or rolls back together with the event.
 import type { Kysely, Transaction } from 'kysely';
+import type { StatementPart } from '../platform/db/recordset.ts';
 import { ApiError, notFound } from '../platform/http/errors.ts';
 import { iso } from '../platform/time.ts';
 import { EventRepository } from './repository.ts';
@@ -38,6 +39,13 @@ export interface NewEvent {
 }
 
 export type EventSubscriber = (trx: Transaction<any>, event: RecordedEvent) => Promise<void>;
+
+/**
+ * Whether a subscriber has anything to do for events of these organizations and types, asked
+ * before they are recorded. A subscriber that answers no for all of them lets the producer write
+ * the events with its own statement (insertPart) instead of a transaction that runs it.
+ */
+export type SubscriberInterest = (events: Array<Pick<NewEvent, 'organizationId' | 'type'>>) => Promise<boolean>;
 
 // What an event may carry (DECISIONS.md §7). Anything else a producer passes, such as a provider's
 // raw payload or credentials, is dropped here, before it can be stored, listed or delivered.
@@ -75,15 +83,41 @@ const toRecordedEvent = (row: EventRow): RecordedEvent => ({
 
 export class EventService {
   readonly #repo: EventRepository;
-  readonly #subscribers: EventSubscriber[] = [];
+  readonly #subscribers: Array<{ run: EventSubscriber; wants: SubscriberInterest | null }> = [];
 
   constructor(db: Kysely<any>) {
     this.#repo = new EventRepository(db);
   }
 
-  /** Runs the subscriber inside every recording transaction, after the event row is written. */
-  subscribe(subscriber: EventSubscriber): void {
-    this.#subscribers.push(subscriber);
+  /**
+   * Runs the subscriber inside every recording transaction, after the event row is written.
+   * `wants`, when given, tells beforehand whether it has anything to do (see SubscriberInterest).
+   */
+  subscribe(subscriber: EventSubscriber, wants?: SubscriberInterest): void {
+    this.#subscribers.push({ run: subscriber, wants: wants ?? null });
+  }
+
+  /**
+   * Whether recording these events must run subscribers (recordMany, in a transaction), or
+   * whether writing their rows is all there is to it (insertPart).
+   */
+  async needSubscribers(events: Array<Pick<NewEvent, 'organizationId' | 'type'>>): Promise<boolean> {
+    if (!events.length) return false;
+    for (const subscriber of this.#subscribers) if (!subscriber.wants || (await subscriber.wants(events))) return true;
+    return false;
+  }
+
+  /**
+   * The insert of events no subscriber wants (needSubscribers said so), as a part of the
+   * producer's own statement, so that the events commit with the change they describe.
+   */
+  insertPart(events: NewEvent[]): StatementPart {
+    const now = new Date();
+    return this.#repo.insertPart(events.map((event) => this.#row(event, now)));
+  }
+
+  #row(event: NewEvent, now: Date) {
+    return { id: event.id ?? newId(), organization_id: event.organizationId, type: event.type, data: eventData(event.type, event.data), created_at: event.occurredAt ?? now };
   }
 
   /**
@@ -101,18 +135,14 @@ export class EventService {
    * the order given.
    */
   async recordMany(trx: Transaction<any>, events: NewEvent[]): Promise<RecordedEvent[]> {
-    const rows = events.map((event) => ({
-      id: event.id ?? newId(),
-      organization_id: event.organizationId,
-      type: event.type,
-      data: eventData(event.type, event.data),
-      ...(event.occurredAt ? { created_at: event.occurredAt } : {}),
-    }));
-    const createdAt = await this.#repo.insertMany(trx, rows);
-    const recorded = rows.map((row, i): RecordedEvent => ({ id: row.id, type: row.type, organizationId: row.organization_id, data: row.data, createdAt: createdAt[i]! }));
-    for (const event of recorded) for (const subscriber of this.#subscribers) await subscriber(trx, event);
+    const now = new Date();
+    const rows = events.map((event) => this.#row(event, now));
+    await this.#repo.insertMany(trx, rows);
+    const recorded = rows.map((row): RecordedEvent => ({ id: row.id, type: row.type, organizationId: row.organization_id, data: row.data, createdAt: row.created_at }));
+    for (const event of recorded) for (const subscriber of this.#subscribers) await subscriber.run(trx, event);
     return recorded;
   }
+
 
   async get(organizationId: string, id: string): Promise<RecordedEvent> {
     const row = await this.#repo.find(organizationId, id);

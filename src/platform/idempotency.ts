@@ -11,7 +11,8 @@ import type { Kysely, Transaction } from 'kysely';
 import { ApiError } from './http/errors.ts';
 import type { WithDefaults } from './db/types.ts';
 import { lookupBatcher } from './batch.ts';
-import { JsonText, insertRows } from './db/recordset.ts';
+import { JsonText, encodeRows, insertRows } from './db/recordset.ts';
+import type { StatementPart } from './db/recordset.ts';
 
 export interface StoredResponse<T> {
   status: number;
@@ -84,7 +85,8 @@ export class IdempotencyStore {
         .selectFrom('idempotency_records')
         .selectAll()
         .where(
-          sql<boolean>`(organization_id, operation, idempotency_key) in (select * from unnest(${scopes.map((s) => s.organizationId)}::uuid[], ${scopes.map((s) => s.operation)}::text[], ${scopes.map((s) => s.key)}::text[]))`,
+          sql<boolean>`organization_id = any(${scopes.map((s) => s.organizationId)}::uuid[]) and idempotency_key = any(${scopes.map((s) => s.key)}::text[])
+            and (organization_id, operation, idempotency_key) in (select * from unnest(${scopes.map((s) => s.organizationId)}::uuid[], ${scopes.map((s) => s.operation)}::text[], ${scopes.map((s) => s.key)}::text[]))`,
         )
         .execute(),
     scopeKey,
@@ -160,7 +162,7 @@ export class IdempotencyStore {
   /**
    * How long a duplicate may wait for the request holding what it needs (its key, or what the
    * work takes) before it answers 409 idempotency_request_in_progress: work that claims its key
-   * by completing bounds its own lock waits with it (see storeCompleted).
+   * by completing bounds its own lock waits with it (see completedPart).
    */
   get waitMs(): number {
     return this.#waitMs;
@@ -182,13 +184,14 @@ export class IdempotencyStore {
   }
 
   /**
-   * Keeps completed responses in the caller's transaction, for work that claims its key by
-   * completing (one statement for all). A key already taken fails the statement with a unique
-   * violation (isKeyTaken), so the work written beside it rolls back with it.
+   * Keeps completed responses, for work that claims its key by completing: the insert of their
+   * records as a part of the statement that writes the work itself. A key already taken fails
+   * that statement with a unique violation (isKeyTaken), so the work written beside it is not
+   * kept either.
    */
-  async storeCompleted(trx: Transaction<any>, responses: CompletedResponse[]): Promise<void> {
-    if (!responses.length) return;
+  completedPart(responses: CompletedResponse[]): StatementPart {
     const now = new Date();
+    const expiresAt = new Date(now.getTime() + this.#ttlHours * 3600 * 1000);
     const rows = responses.map((r) => ({
       organization_id: r.scope.organizationId,
       operation: r.scope.operation,
@@ -199,9 +202,9 @@ export class IdempotencyStore {
       response_body: new JsonText(r.body),
       created_at: now,
       locked_until: now,
-      expires_at: new Date(now.getTime() + this.#ttlHours * 3600 * 1000),
+      expires_at: expiresAt,
     }));
-    await sql`${insertRows('idempotency_records', rows, RECORD_COLUMNS)}`.execute(trx);
+    return { name: 'idempotency_records', rows: encodeRows(rows, RECORD_COLUMNS), sql: insertCompleted };
   }
 
   /** Deletes records past their retention; run by the periodic job. */
@@ -211,11 +214,13 @@ export class IdempotencyStore {
   }
 }
 
-/** The error storeCompleted() fails with when a key was taken by another request first. */
+/** The error a completedPart() statement fails with when a key was taken by another request first. */
 export function isKeyTaken(err: unknown): boolean {
   const e = err as { code?: string; constraint?: string };
   return e?.code === '23505' && e.constraint === 'idempotency_records_pkey';
 }
+
+const insertCompleted = (rows: unknown) => insertRows('idempotency_records', rows, RECORD_COLUMNS);
 
 const RECORD_COLUMNS = {
   organization_id: 'uuid',

@@ -2,7 +2,8 @@ import { sql } from 'kysely';
 import type { Kysely, Transaction } from 'kysely';
 import type { WithDefaults } from '../platform/db/types.ts';
 import { Batcher, lookupBatcher } from '../platform/batch.ts';
-import { insertRows, recordset } from '../platform/db/recordset.ts';
+import { encodeRows, insertRows, recordset } from '../platform/db/recordset.ts';
+import { statement } from '../platform/db/statement.ts';
 
 export type OptionStatus = 'OPEN' | 'USED' | 'EXPIRED';
 export type DestinationType = 'FIAT_ACCOUNT' | 'CRYPTO_WALLET';
@@ -98,16 +99,28 @@ const OPTION_COLUMNS = {
   legs: 'json',
 } as const;
 const OPTION_NAMES = Object.keys(OPTION_COLUMNS).join(', ');
+const OPTION_INPUT = { ...OPTION_COLUMNS, ttl_seconds: 'integer' } as const;
+
+// now() is the statement's start: the same instant for every quote and option it writes.
+const INSERT_QUOTES = statement<{ quotes: string; options: string }, { created_at: Date }>(
+  (v) => sql`
+    with new_quotes as (${insertRows('quotes', v.quotes, QUOTE_COLUMNS)}),
+         new_options as (
+           insert into quote_options (${sql.raw(OPTION_NAMES)}, expires_at)
+           select ${sql.raw(OPTION_NAMES)}, now() + make_interval(secs => r.ttl_seconds) from ${recordset(v.options, OPTION_INPUT, 'r')}
+         )
+    select now()::timestamptz(3) as created_at`,
+);
 
 export class QuoteRepository {
   readonly #db: Kysely<Tables>;
   readonly #inserts = new Batcher<NewQuote, Date>((batch) => this.#insertMany(batch));
   // Every transfer creation reads its option; concurrent reads outside a transaction share a statement.
+  readonly #optionsStatement = statement<{ ids: string[]; organizations: string[] }, OptionWithQuoteRow>((v) =>
+    this.#optionQuery(this.#db).where(sql<boolean>`o.id = any(${v.ids}::uuid[]) and (o.id, o.organization_id) in (select * from unnest(${v.ids}::uuid[], ${v.organizations}::uuid[]))`),
+  );
   readonly #options = lookupBatcher<OptionKey, OptionWithQuoteRow>(
-    (keys) =>
-      this.#optionQuery(this.#db)
-        .where(sql<boolean>`(o.id, o.organization_id) in (select * from unnest(${keys.map((k) => k.optionId)}::uuid[], ${keys.map((k) => k.organizationId)}::uuid[]))`)
-        .execute(),
+    (keys) => this.#optionsStatement.run(this.#db, { ids: keys.map((k) => k.optionId), organizations: keys.map((k) => k.organizationId) }),
     (k) => `${k.organizationId}/${k.optionId}`,
     (row) => `${row.organization_id}/${row.id}`,
   );
@@ -133,15 +146,8 @@ export class QuoteRepository {
   async #insertMany(batch: NewQuote[]): Promise<Date[]> {
     const quotes = batch.map((b) => b.quote);
     const options = batch.flatMap((b) => b.options.map((o) => ({ ...o, quote_id: b.quote.id, organization_id: b.quote.organization_id, ttl_seconds: b.ttlSeconds })));
-    // now() is the statement's start: the same instant for every quote and option it writes.
-    const { rows } = await sql<{ created_at: Date }>`
-      with new_quotes as (${insertRows('quotes', quotes, QUOTE_COLUMNS)}),
-           new_options as (
-             insert into quote_options (${sql.raw(OPTION_NAMES)}, expires_at)
-             select ${sql.raw(OPTION_NAMES)}, now() + make_interval(secs => r.ttl_seconds) from ${recordset(options, { ...OPTION_COLUMNS, ttl_seconds: 'integer' }, 'r')}
-           )
-      select now()::timestamptz(3) as created_at`.execute(this.#db);
-    return batch.map(() => rows[0]!.created_at);
+    const [row] = await INSERT_QUOTES.run(this.#db, { quotes: encodeRows(quotes, QUOTE_COLUMNS), options: encodeRows(options, OPTION_INPUT) });
+    return batch.map(() => row!.created_at);
   }
 
   async find(organizationId: string, id: string): Promise<{ quote: QuoteRow; options: QuoteOptionRow[] } | null> {

@@ -3,7 +3,10 @@
 import { CompiledQuery, sql } from 'kysely';
 import type { Kysely, Transaction } from 'kysely';
 import type { WithDefaults } from '../platform/db/types.ts';
-import { JsonText, recordset } from '../platform/db/recordset.ts';
+import { JsonText, encodeRows, insertRows, recordset } from '../platform/db/recordset.ts';
+import type { StatementPart } from '../platform/db/recordset.ts';
+import { statement } from '../platform/db/statement.ts';
+import type { Statement } from '../platform/db/statement.ts';
 import { lookupBatcher } from '../platform/batch.ts';
 import type { Cursor } from '../platform/http/pagination.ts';
 import { ceilToMillisecond } from '../platform/time.ts';
@@ -106,6 +109,12 @@ export type NewTransfer = Omit<TransferRow, 'created_at' | 'updated_at' | 'versi
 export type NewLeg = Omit<LegRow, 'created_at' | 'updated_at' | 'actual_amount_in' | 'actual_amount_out' | 'status_reason'>;
 export type NewTimelineRow = Omit<TimelineRow, 'sequence' | 'occurred_at'>;
 
+/** The error insertMany fails with when a transfer already has one of the quote options. */
+export function isOptionTaken(err: unknown): boolean {
+  const e = err as { code?: string; constraint?: string };
+  return e?.code === '23505' && e.constraint === 'transfers_quote_option_id_key';
+}
+
 /** One transfer to create: its row, legs and first timeline item, stamped with one instant. */
 export interface NewCreation {
   transfer: NewTransfer;
@@ -184,7 +193,61 @@ const ITEM_COLUMNS = {
   version: 'integer',
   occurred_at: 'timestamptz',
 } as const;
-const [TRANSFER_NAMES, LEG_NAMES, ITEM_NAMES] = [TRANSFER_COLUMNS, LEG_COLUMNS, ITEM_COLUMNS].map((c) => Object.keys(c).join(', ')) as [string, string, string];
+const TRANSFER_NAMES = Object.keys(TRANSFER_COLUMNS).join(', ');
+
+// What a change writes of a leg and of a transfer (writeChanges).
+const LEG_CHANGE_COLUMNS = {
+  id: 'uuid',
+  transfer_id: 'uuid',
+  status: 'text',
+  progress_stage: 'text',
+  provider_reference: 'text',
+  actual_amount_in: 'numeric',
+  actual_amount_out: 'numeric',
+  status_reason: 'text',
+  updated_at: 'timestamptz',
+} as const;
+const TRANSFER_CHANGE_COLUMNS = {
+  id: 'uuid',
+  status: 'text',
+  blocking_party: 'text',
+  status_reason: 'text',
+  version: 'integer',
+  updated_at: 'timestamptz',
+  api_view: 'text',
+  funds_received_at: 'timestamptz',
+  reviewed_at: 'timestamptz',
+  actual_source_amount: 'numeric',
+  actual_destination_amount: 'numeric',
+  actual_fee_total: 'numeric',
+} as const;
+
+/**
+ * Several changes in one statement: the timeline items, and each changed leg and transfer as the
+ * change leaves it. Answers how many legs and transfers matched. The rows to change are also
+ * named by their ids as arrays: a json_to_recordset is guessed at a hundred rows, and joined on
+ * that guess alone, the generic plan scanned every leg to update a few.
+ */
+const WRITE_CHANGES = statement<{ items: string; legs: string; transfers: string; legIds: string[]; transferIds: string[] }, { transfers: number; legs: number }>(
+  (v) => sql`
+    with new_items as (${insertRows('transfer_events', v.items, ITEM_COLUMNS)}),
+         changed_legs as (
+           update transfer_legs as l set status = c.status, progress_stage = c.progress_stage, provider_reference = c.provider_reference,
+             actual_amount_in = c.actual_amount_in, actual_amount_out = c.actual_amount_out, status_reason = c.status_reason, updated_at = c.updated_at
+             from ${recordset(v.legs, LEG_CHANGE_COLUMNS, 'c')}
+            where l.id = c.id and l.transfer_id = c.transfer_id and l.id = any(${v.legIds}::uuid[])
+           returning l.id
+         ),
+         changed_transfers as (
+           update transfers as t set status = c.status, blocking_party = c.blocking_party, status_reason = c.status_reason, version = c.version,
+             updated_at = c.updated_at, api_view = c.api_view, funds_received_at = c.funds_received_at, reviewed_at = c.reviewed_at,
+             actual_source_amount = c.actual_source_amount, actual_destination_amount = c.actual_destination_amount, actual_fee_total = c.actual_fee_total
+             from ${recordset(v.transfers, TRANSFER_CHANGE_COLUMNS, 'c')}
+            where t.id = c.id and t.id = any(${v.transferIds}::uuid[])
+           returning t.id
+         )
+    select (select count(*)::int from changed_transfers) as transfers, (select count(*)::int from changed_legs) as legs`,
+);
 /** What a leg change may write: its state and what the provider reported, never its identity or plan. */
 export type LegPatch = Partial<Pick<LegRow, 'status' | 'progress_stage' | 'provider_reference' | 'actual_amount_in' | 'actual_amount_out' | 'status_reason' | 'updated_at'>>;
 
@@ -229,9 +292,22 @@ type ViewRow = { view: string | null; status: TransferStatus; organization_id: s
 export class TransferRepository {
   readonly #db: Kysely<Tables>;
   readonly #viewSql: { any: string; own: string };
+  readonly #creationStatements = new Map<string, Statement<Record<string, unknown>, unknown>>();
+  readonly #withLegs = statement<{ ids: string[] }, TransferRow & { legs: LegRow[] }>((v) =>
+    this.#db.selectFrom('transfers as t').selectAll('t').select(LEGS_OF_T.as('legs')).where(sql<boolean>`t.id = any(${v.ids}::uuid[])`),
+  );
+  readonly #locked = statement<{ ids: string[] }, TransferRow>((v) =>
+    this.#db.selectFrom('transfers').selectAll().where(sql<boolean>`id = any(${v.ids}::uuid[])`).orderBy('id').forUpdate(),
+  );
+  readonly #pendingFirst = statement<{ limit: number }, Pick<TransferRow, 'id' | 'updated_at'>>((v) => this.#pendingSetupQuery().limit(v.limit));
+  readonly #pendingAfter = statement<{ at: Date; id: string; limit: number }, Pick<TransferRow, 'id' | 'updated_at'>>((v) =>
+    this.#pendingSetupQuery()
+      .where((eb) => eb.or([eb('updated_at', '>', v.at), eb.and([eb('updated_at', '=', v.at), eb('id', '>', v.id)])]))
+      .limit(v.limit),
+  );
+  readonly #takenStatement = statement<{ ids: string[] }, { quote_option_id: string }>((v) => sql`select quote_option_id from transfers where quote_option_id = any(${v.ids}::uuid[])`);
   readonly #takenOption = lookupBatcher<string, string>(
-    async (optionIds) =>
-      (await sql<{ quote_option_id: string }>`select quote_option_id from transfers where quote_option_id = any(${optionIds}::uuid[])`.execute(this.#db)).rows.map((r) => r.quote_option_id),
+    async (optionIds) => (await this.#takenStatement.run(this.#db, { ids: optionIds })).map((r) => r.quote_option_id),
     (id) => id,
     (id) => id,
   );
@@ -248,39 +324,53 @@ export class TransferRepository {
 
   /**
    * Inserts transfers, each with its legs and first timeline row, in one statement for all of
-   * them, except those whose quote option a transfer already has (one transfer per option: the
-   * UNIQUE on quote_option_id). A transfer for the same option that another transaction is still
-   * writing is waited for, at most lockWaitMs (then LOCK_NOT_AVAILABLE, for the whole
-   * transaction, like SET LOCAL lock_timeout), and skipped if that one commits. Options are taken
-   * in id order, so two batches never wait on each other in a circle. Answers the ids written.
+   * them, together with the `alongside` statements (other domains' rows that belong to the same
+   * change: stored responses, events). All or nothing: a second transfer for a quote option
+   * fails it (isOptionTaken). A transfer for the same option that another transaction is still
+   * writing is waited for at most lockWaitMs (then LOCK_NOT_AVAILABLE for the whole statement or
+   * transaction, like SET LOCAL lock_timeout); options are inserted in id order, so two batches
+   * never wait on each other in a circle.
    */
-  async insertMany(trx: Transaction<any>, creations: NewCreation[], lockWaitMs: number): Promise<Set<string>> {
-    if (!creations.length) return new Set();
+  async insertMany(db: Kysely<any> | Transaction<any>, creations: NewCreation[], options: { lockWaitMs: number; alongside: StatementPart[] }): Promise<void> {
+    if (!creations.length) return;
     // The view is JSON this process made: sent as the document it is, not escaped into a string.
     const transfers = creations.map((c) => ({ ...c.transfer, api_view: c.transfer.api_view === null ? null : new JsonText(c.transfer.api_view), created_at: c.createdAt, updated_at: c.createdAt }));
     const legs = creations.flatMap((c) => c.legs.map((l) => ({ ...l, created_at: c.createdAt, updated_at: c.createdAt })));
     const items = creations.map((c) => ({ ...c.first, occurred_at: c.createdAt }));
-    const { rows } = await sql<{ id: string }>`
-      with input as (
-             select * from ${recordset(transfers, TRANSFER_COLUMNS, 'r')}
-             where set_config('lock_timeout', ${String(Math.max(1, Math.floor(lockWaitMs)))}, true) is not null
-           ),
-           new_transfers as (
-             insert into transfers (${sql.raw(TRANSFER_NAMES)})
-             select ${sql.raw(TRANSFER_NAMES)} from input order by quote_option_id
-             on conflict (quote_option_id) do nothing
-             returning id
-           ),
-           new_legs as (
-             insert into transfer_legs (${sql.raw(LEG_NAMES)})
-             select ${sql.raw(LEG_NAMES)} from ${recordset(legs, LEG_COLUMNS, 'l')} where l.transfer_id in (select id from new_transfers)
-           ),
-           new_items as (
-             insert into transfer_events (${sql.raw(ITEM_NAMES)})
-             select ${sql.raw(ITEM_NAMES)} from ${recordset(items, ITEM_COLUMNS, 'e')} where e.transfer_id in (select id from new_transfers)
-           )
-      select id from new_transfers`.execute(trx);
-    return new Set(rows.map((r) => r.id));
+    const values: Record<string, unknown> = {
+      transfers: encodeRows(transfers, TRANSFER_COLUMNS),
+      legs: encodeRows(legs, LEG_COLUMNS),
+      items: encodeRows(items, ITEM_COLUMNS),
+      lockTimeout: String(Math.max(1, Math.floor(options.lockWaitMs))),
+    };
+    options.alongside.forEach((part, i) => (values[`part${i}`] = part.rows));
+    await this.#creationStatement(options.alongside).run(db, values);
+  }
+
+  /** The creation statement with these parts beside it, built once per set of part names. */
+  #creationStatement(parts: StatementPart[]): Statement<Record<string, unknown>, unknown> {
+    const shape = parts.map((p) => p.name).join(',');
+    let built = this.#creationStatements.get(shape);
+    if (!built) {
+      // The main query reads new_transfers, which reads input: the lock bound is set before any
+      // insert can wait. The other parts run after, in the order written.
+      built = statement((v) => sql`
+        with input as (
+               select * from ${recordset(v.transfers, TRANSFER_COLUMNS, 'r')}
+               where set_config('lock_timeout', ${v.lockTimeout}, true) is not null
+             ),
+             new_transfers as (
+               insert into transfers (${sql.raw(TRANSFER_NAMES)})
+               select ${sql.raw(TRANSFER_NAMES)} from input order by quote_option_id
+               returning id
+             ),
+             new_legs as (${insertRows('transfer_legs', v.legs, LEG_COLUMNS)}),
+             new_items as (${insertRows('transfer_events', v.items, ITEM_COLUMNS)})
+             ${sql.join(parts.map((part, i) => sql`, ${sql.raw(`part_${i}`)} as (${part.sql(v[`part${i}`])})`), sql``)}
+        select count(*) from new_transfers`);
+      this.#creationStatements.set(shape, built);
+    }
+    return built;
   }
 
   /** Which of these quote options a transfer has (concurrent reads share a statement). */
@@ -325,12 +415,7 @@ export class TransferRepository {
   /** Several transfers with their legs in one round trip (a batch of engine steps); unknown ids are left out. */
   async findManyWithLegs(ids: string[]): Promise<Array<TransferRow & { legs: LegRow[] }>> {
     if (!ids.length) return [];
-    const rows = await this.#db
-      .selectFrom('transfers as t')
-      .selectAll('t')
-      .select(LEGS_OF_T.as('legs'))
-      .where('t.id', 'in', ids)
-      .execute();
+    const rows = await this.#withLegs.run(this.#db, { ids });
     return rows.map((row) => ({ ...row, legs: row.legs.map(reviveLeg) }));
   }
 
@@ -340,7 +425,7 @@ export class TransferRepository {
    */
   async lockMany(trx: Transaction<any>, ids: string[]): Promise<TransferRow[]> {
     if (!ids.length) return [];
-    return (trx as Transaction<Tables>).selectFrom('transfers').selectAll().where('id', 'in', ids).orderBy('id').forUpdate().execute();
+    return this.#locked.run(trx, { ids });
   }
 
   async find(id: string, trx?: Transaction<any>): Promise<TransferRow | undefined> {
@@ -392,36 +477,20 @@ export class TransferRepository {
   async writeChanges(trx: Transaction<any>, changes: { items: Array<NewTimelineRow & { occurred_at: Date }>; legs: LegRow[]; transfers: TransferRow[] }): Promise<void> {
     const { items, legs, transfers } = changes;
     if (!transfers.length) return;
-    const legValues = legs.map(
-      (l) =>
-        sql`(${l.id}::uuid, ${l.transfer_id}::uuid, ${l.status}::text, ${l.progress_stage}::text, ${l.provider_reference}::text, ${l.actual_amount_in}::numeric, ${l.actual_amount_out}::numeric, ${l.status_reason}::text, ${l.updated_at}::timestamptz)`,
-    );
-    const transferValues = transfers.map(
-      (t) =>
-        sql`(${t.id}::uuid, ${t.status}::text, ${t.blocking_party}::text, ${t.status_reason}::text, ${t.version}::integer, ${t.updated_at}::timestamptz, ${t.api_view}::text, ${t.funds_received_at}::timestamptz, ${t.reviewed_at}::timestamptz, ${t.actual_source_amount}::numeric, ${t.actual_destination_amount}::numeric, ${t.actual_fee_total}::numeric)`,
-    );
-    const changedLegs = legs.length
-      ? sql`update transfer_legs as l set status = v.status, progress_stage = v.progress_stage, provider_reference = v.provider_reference,
-          actual_amount_in = v.actual_amount_in, actual_amount_out = v.actual_amount_out, status_reason = v.status_reason, updated_at = v.updated_at
-          from (values ${sql.join(legValues)}) as v(id, transfer_id, status, progress_stage, provider_reference, actual_amount_in, actual_amount_out, status_reason, updated_at)
-          where l.id = v.id and l.transfer_id = v.transfer_id returning l.id`
-      : sql`select null::uuid as id where false`;
-    const newItems = items.length
-      ? sql`insert into transfer_events (id, transfer_id, organization_id, kind, from_status, to_status, blocking_party, reason, leg_position, leg_status, progress_stage, version, occurred_at)
-          values ${sql.join(items.map((i) => sql`(${i.id}, ${i.transfer_id}, ${i.organization_id}, ${i.kind}, ${i.from_status}, ${i.to_status}, ${i.blocking_party}, ${i.reason}, ${i.leg_position}, ${i.leg_status}, ${i.progress_stage}, ${i.version}, ${i.occurred_at})`))}
-          returning id`
-      : sql`select null::uuid as id where false`;
-    const { rows } = await sql<{ transfers: number; legs: number }>`
-      with new_items as (${newItems}), changed_legs as (${changedLegs}), changed_transfers as (
-        update transfers as t set status = v.status, blocking_party = v.blocking_party, status_reason = v.status_reason, version = v.version,
-          updated_at = v.updated_at, api_view = v.api_view, funds_received_at = v.funds_received_at, reviewed_at = v.reviewed_at,
-          actual_source_amount = v.actual_source_amount, actual_destination_amount = v.actual_destination_amount, actual_fee_total = v.actual_fee_total
-        from (values ${sql.join(transferValues)}) as v(id, status, blocking_party, status_reason, version, updated_at, api_view, funds_received_at, reviewed_at, actual_source_amount, actual_destination_amount, actual_fee_total)
-        where t.id = v.id returning t.id)
-      select (select count(*)::int from changed_transfers) as transfers, (select count(*)::int from changed_legs) as legs`.execute(trx);
+    const [counts] = await WRITE_CHANGES.run(trx, {
+      items: encodeRows(items, ITEM_COLUMNS),
+      legs: encodeRows(legs, LEG_CHANGE_COLUMNS),
+      legIds: legs.map((l) => l.id),
+      transferIds: transfers.map((t) => t.id),
+      // Views are JSON this process made: sent as the documents they are.
+      transfers: encodeRows(
+        transfers.map((t) => ({ ...t, api_view: t.api_view === null ? null : new JsonText(t.api_view) })),
+        TRANSFER_CHANGE_COLUMNS,
+      ),
+    });
     // The statement succeeds whatever matched; a change to a row that is not there must not commit.
-    if (rows[0]!.transfers !== transfers.length || rows[0]!.legs !== legs.length) {
-      throw new Error(`changes to ${transfers.length} transfer(s) and ${legs.length} leg(s) matched ${rows[0]!.transfers} and ${rows[0]!.legs}`);
+    if (counts!.transfers !== transfers.length || counts!.legs !== legs.length) {
+      throw new Error(`changes to ${transfers.length} transfer(s) and ${legs.length} leg(s) matched ${counts!.transfers} and ${counts!.legs}`);
     }
   }
 
@@ -451,9 +520,11 @@ export class TransferRepository {
    * can use the partial index of engine-owned transfers (with a parameter it scanned the table).
    */
   async pendingSetup(after: { updated_at: Date; id: string } | null, limit: number): Promise<Array<Pick<TransferRow, 'id' | 'updated_at'>>> {
-    let q = this.#db.selectFrom('transfers').select(['id', 'updated_at']).where('status', '=', sql.lit<TransferStatus>('PENDING_SETUP'));
-    if (after) q = q.where((eb) => eb.or([eb('updated_at', '>', after.updated_at), eb.and([eb('updated_at', '=', after.updated_at), eb('id', '>', after.id)])]));
-    return q.orderBy('updated_at').orderBy('id').limit(limit).execute();
+    return after ? this.#pendingAfter.run(this.#db, { at: after.updated_at, id: after.id, limit }) : this.#pendingFirst.run(this.#db, { limit });
+  }
+
+  #pendingSetupQuery() {
+    return this.#db.selectFrom('transfers').select(['id', 'updated_at']).where('status', '=', sql.lit<TransferStatus>('PENDING_SETUP')).orderBy('updated_at').orderBy('id');
   }
 
   /** Transfers the engine is responsible for moving (setup or execution), oldest change first. */

@@ -19,7 +19,7 @@ import type { LedgerService, Posting } from '../ledger/service.ts';
 import type { QuoteOptionForTransfer } from '../quotes/service.ts';
 import type { DestinationSnapshot } from '../destinations/service.ts';
 import type { Actor, FundableTransfer, FundingService } from '../funding/service.ts';
-import { TransferRepository } from './repository.ts';
+import { TransferRepository, isOptionTaken } from './repository.ts';
 import type { LegPatch, LegRow, NewCreation, NewLeg, NewTimelineRow, SandboxOutcome, TimelineRow, TransferDetailRow, TransferFilter, TransferRow } from './repository.ts';
 import type { CreateTransferBody, OpsTransferListQuery, Transfer, TransferListQuery, TransferSummary } from './schemas.ts';
 import { CANCELABLE, LEG_MOVES, blockingPartyOf, firstStage, isLegTerminal, isTerminal, refuseMove } from './state-machine.ts';
@@ -57,6 +57,8 @@ interface Creation {
   /** The created transfer as the JSON text the API answers (and stores as the transfer's view). */
   view: string;
   event: NewEvent;
+  /** Whether a subscriber (webhooks) wants the event: then it is recorded in a transaction that runs them. */
+  subscribed: boolean;
 }
 
 // ---- What this service needs of its neighbours: their own types, narrowed to what is used. ----
@@ -107,7 +109,7 @@ export interface TransferServiceOptions {
   quotes: QuotesPort;
   entities: EntitiesPort;
   destinations: DestinationsPort | null;
-  events: Pick<EventService, 'record' | 'recordMany'>;
+  events: Pick<EventService, 'record' | 'recordMany' | 'needSubscribers' | 'insertPart'>;
   ledger: LedgerService;
   idempotency: IdempotencyStore;
   scheduler: StepScheduler;
@@ -148,7 +150,7 @@ export class TransferService {
   readonly #quotes: QuotesPort;
   readonly #entities: EntitiesPort;
   #destinations: DestinationsPort | null;
-  readonly #events: Pick<EventService, 'record' | 'recordMany'>;
+  readonly #events: Pick<EventService, 'record' | 'recordMany' | 'needSubscribers' | 'insertPart'>;
   readonly #ledger: LedgerService;
   readonly #idempotency: IdempotencyStore;
   readonly #scheduler: StepScheduler;
@@ -156,7 +158,7 @@ export class TransferService {
   readonly #log: Pick<Logger, 'warn'> | null;
   #funding: FundingPort | null = null;
   #setupRequest: NodeJS.Timeout | null = null;
-  readonly #creations = new Batcher<Creation, boolean>((batch) => this.#createMany(batch));
+  readonly #creations = new Batcher<Creation, void>((batch) => this.#createMany(batch));
 
   constructor(options: TransferServiceOptions) {
     this.#db = options.db;
@@ -205,6 +207,9 @@ export class TransferService {
    */
   async create(organizationId: string, key: string, body: CreateTransferBody): Promise<StoredResponse<TransferBody>> {
     const scope = { organizationId, operation: CREATE_OPERATION, key, requestHash: requestFingerprint(body) };
+    // Read beside the references: whether the creation's event has subscribers (webhooks).
+    const subscribedRead = this.#events.needSubscribers([{ organizationId, type: 'transfer.status_changed' }]);
+    subscribedRead.catch(() => {});
     let prepared: Awaited<ReturnType<TransferService['prepareCreation']>>;
     try {
       prepared = await this.prepareCreation(organizationId, body);
@@ -214,38 +219,43 @@ export class TransferService {
       if (stored) return stored;
       throw err;
     }
-    const creation = this.#plan(organizationId, scope, body, prepared);
-    let created = false;
+    const creation = this.#plan(organizationId, scope, body, prepared, await subscribedRead);
     try {
-      created = await this.#creations.submit(creation);
+      await this.#creations.submit(creation);
     } catch (err) {
       if ((err as { code?: string }).code === LOCK_NOT_AVAILABLE) throw requestInProgress();
-      if (!isKeyTaken(err)) throw err;
+      // Someone got there first: this same request under this key (replay it), a different one
+      // under it, or another request that took the option.
+      if (isKeyTaken(err)) return (await this.#idempotency.stored<Transfer>(scope)) ?? Promise.reject(requestInProgress());
+      if (isOptionTaken(err)) return (await this.#idempotency.stored<Transfer>(scope)) ?? Promise.reject(quoteOptionUsed());
+      throw err;
     }
-    if (created) {
-      this.requestSetup();
-      return { status: 201, body: creation.view, replayed: false };
-    }
-    // Not written: another transfer has the option (this same request under this key, or another).
-    const stored = await this.#idempotency.stored<Transfer>(scope);
-    if (stored) return stored;
-    throw quoteOptionUsed();
+    this.requestSetup();
+    return { status: 201, body: creation.view, replayed: false };
   }
 
   /**
-   * Writes a batch of creations in one transaction: the transfers whose options no transfer has
-   * yet (with legs and first timeline items), then their stored responses and their events.
-   * Answers, per creation, whether it was written. A key taken meanwhile fails the whole batch,
-   * which the Batcher then writes one creation at a time.
+   * Writes a batch of creations: the transfers with their legs and first timeline items, their
+   * stored responses and their events, in one statement (one round trip, one commit), or in one
+   * transaction when subscribers must see the events. An option or a key someone took meanwhile
+   * fails the whole batch, which the Batcher then writes one creation at a time.
    */
-  async #createMany(batch: Creation[]): Promise<boolean[]> {
-    return this.#db.transaction().execute(async (trx) => {
-      const created = await this.#repo.insertMany(trx, batch.map((c) => c.rows), this.#idempotency.waitMs);
-      const written = batch.filter((c) => created.has(c.rows.transfer.id));
-      await this.#idempotency.storeCompleted(trx, written.map((c) => ({ scope: c.scope, status: 201, body: c.view })));
-      await this.#events.recordMany(trx, written.map((c) => c.event));
-      return batch.map((c) => created.has(c.rows.transfer.id));
-    });
+  async #createMany(batch: Creation[]): Promise<void[]> {
+    const rows = batch.map((c) => c.rows);
+    const stored = this.#idempotency.completedPart(batch.map((c) => ({ scope: c.scope, status: 201, body: c.view })));
+    const events = batch.map((c) => c.event);
+    const lockWaitMs = this.#idempotency.waitMs;
+    if (batch.some((c) => c.subscribed)) {
+      // Someone subscribes to these events (webhooks): they are recorded in the transaction, where
+      // the subscribers queue their work.
+      await this.#db.transaction().execute(async (trx) => {
+        await this.#repo.insertMany(trx, rows, { lockWaitMs, alongside: [stored] });
+        await this.#events.recordMany(trx, events);
+      });
+    } else {
+      await this.#repo.insertMany(this.#db, rows, { lockWaitMs, alongside: [stored, this.#events.insertPart(events)] });
+    }
+    return batch.map(() => undefined);
   }
 
   /** Which of these quote options a transfer has taken (one transfer per option). */
@@ -287,7 +297,7 @@ export class TransferService {
   }
 
   /** The rows, view and event of a new transfer, worked out in memory. */
-  #plan(organizationId: string, scope: IdempotencyScope, body: CreateTransferBody, prepared: { option: QuoteOption; snapshot: DestinationSnapshot }): Creation {
+  #plan(organizationId: string, scope: IdempotencyScope, body: CreateTransferBody, prepared: { option: QuoteOption; snapshot: DestinationSnapshot }, subscribed: boolean): Creation {
     const { option, snapshot } = prepared;
     const id = newId();
     const status: TransferStatus = 'PENDING_SETUP';
@@ -381,6 +391,7 @@ export class TransferService {
     const view = JSON.stringify(toTransfer(full, null));
     return {
       scope,
+      subscribed,
       rows: { transfer: { ...row, api_view: view }, legs, first, createdAt },
       view,
       event: {
@@ -953,10 +964,24 @@ function legChange(transfer: TransferRow, leg: LegRow, change: LegChange): Plann
  */
 function nextView(row: TransferRow, changedLeg: LegRow | null, item: NewTimelineRow, at: Date): string | null {
   if (!row.api_view) return null;
-  const previous = JSON.parse(row.api_view) as Transfer;
+  const previous = parseView(row.api_view);
   const { legs: _legs, timeline: _timeline, ...top } = toTransfer({ ...row, legs: [], timeline: [] }, null);
   const legs = changedLeg ? previous.legs.map((l) => (l.position === changedLeg.position ? toLeg(changedLeg) : l)) : previous.legs;
-  return JSON.stringify({ ...top, legs, timeline: [...previous.timeline, toTimelineItem({ ...item, occurred_at: at })] });
+  const view: Transfer = { ...top, legs, timeline: [...previous.timeline, toTimelineItem({ ...item, occurred_at: at })] };
+  const text = JSON.stringify(view);
+  lastView = { text, view };
+  return text;
+}
+
+/**
+ * The view last made by nextView, kept so that the next change of the same transfer (setup
+ * records a leg change, then a status change) does not parse again the text just written.
+ * Found by the identity of the string, which that next change carries on its row.
+ */
+let lastView: { text: string; view: Transfer } | null = null;
+
+function parseView(text: string): Transfer {
+  return lastView && lastView.text === text ? lastView.view : (JSON.parse(text) as Transfer);
 }
 
 export function toTransfer(row: TransferDetailRow, instructions: object | null): Transfer {

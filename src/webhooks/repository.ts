@@ -1,5 +1,8 @@
+import { sql } from 'kysely';
 import type { Kysely } from 'kysely';
 import type { WithDefaults } from '../platform/db/types.ts';
+import { lookupBatcher } from '../platform/batch.ts';
+import { statement } from '../platform/db/statement.ts';
 import type { Cursor } from '../platform/http/pagination.ts';
 
 export type EndpointStatus = 'ENABLED' | 'DISABLED';
@@ -82,8 +85,21 @@ export interface DeliveryTarget extends DeliveryRow {
 type Db = Kysely<any>;
 const t = (db: Db) => db as Kysely<Tables>;
 
+const SUBSCRIBED_TYPES = statement<{ organizationIds: string[] }, { organization_id: string; types: string }>(
+  (v) => sql`
+    select organization_id, array_to_string(array_agg(distinct type), ' ') as types
+      from webhook_endpoints, unnest(event_types) as type
+     where organization_id = any(${v.organizationIds}::uuid[]) and status = 'ENABLED'
+     group by organization_id`,
+);
+
 export class WebhookRepository {
   readonly #db: Kysely<Tables>;
+  readonly #subscribed = lookupBatcher<string, { organization_id: string; types: string[] }>(
+    async (organizationIds) => (await SUBSCRIBED_TYPES.run(this.#db, { organizationIds })).map((r) => ({ organization_id: r.organization_id, types: r.types.split(' ') })),
+    (id) => id,
+    (row) => row.organization_id,
+  );
   constructor(db: Kysely<any>) {
     this.#db = db;
   }
@@ -148,6 +164,14 @@ export class WebhookRepository {
 
   async statusChanges(endpointId: string): Promise<StatusChangeRow[]> {
     return this.#db.selectFrom('webhook_endpoint_status_changes').selectAll().where('endpoint_id', '=', endpointId).orderBy('created_at').execute();
+  }
+
+  /**
+   * The event types the organization's enabled endpoints take, all of them together; producers
+   * ask on every change, so concurrent asks share a statement.
+   */
+  async subscribedTypes(organizationId: string): Promise<string[]> {
+    return (await this.#subscribed.submit(organizationId))?.types ?? [];
   }
 
   /** Enabled endpoints of the organization, with the event types each takes. */

@@ -186,7 +186,23 @@ export class WebhookService {
       userAgent: deps.settings.userAgent,
       ...(deps.resolver ? { resolver: deps.resolver } : {}),
     });
-    deps.events.subscribe((trx, event) => this.fanOut(trx, event));
+    deps.events.subscribe(
+      (trx, event) => this.fanOut(trx, event),
+      (events) => this.#wantsAny(events),
+    );
+  }
+
+  /**
+   * Whether any enabled endpoint of these events' organizations takes their types: asked before
+   * the events are recorded, so a producer whose events nobody subscribes to writes them without
+   * running fanOut. An endpoint enabled after this answer and before the events commit does not
+   * get them, as one enabled after they commit would not.
+   */
+  async #wantsAny(events: Array<{ organizationId: string; type: EventType }>): Promise<boolean> {
+    const organizations = [...new Set(events.map((e) => e.organizationId))];
+    const subscribed = await Promise.all(organizations.map((id) => this.#repo.subscribedTypes(id)));
+    const types = new Map(organizations.map((id, i) => [id, subscribed[i]!]));
+    return events.some((e) => types.get(e.organizationId)!.includes(e.type));
   }
 
   /** The jobs of this domain, for the composition root to declare on the queue. */
