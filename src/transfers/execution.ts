@@ -206,11 +206,16 @@ export class TransferEngine {
     }
     try {
       await this.#db.transaction().execute(async (trx) => {
-        const locked = new Map((await this.#repo.lockMany(trx, ready.map((h) => h.transfer.id))).map((row) => [row.id, row]));
+        // Locked by their versions alone: a row still at the version read before the hand-offs is
+        // the row read then (every change raises the version), so it is not read again.
+        const locked = new Map((await this.#repo.lockVersions(trx, ready.map((h) => h.transfer.id))).map((row) => [row.id, row]));
         const setups = [];
         for (const { transfer, started } of ready) {
-          const row = locked.get(transfer.id);
-          if (row?.status === 'PENDING_SETUP') setups.push(await this.#setupOf(trx, row, transfer.version, transfer.legs, started));
+          const now = locked.get(transfer.id);
+          if (now?.status !== 'PENDING_SETUP') continue;
+          const { legs, ...read } = transfer;
+          const row = now.version === read.version ? read : await this.#repo.lock(trx, transfer.id);
+          if (row?.status === 'PENDING_SETUP') setups.push(await this.#setupOf(trx, row, transfer.version, legs, started));
         }
         await this.#transfers.completeSetups(trx, setups);
       });

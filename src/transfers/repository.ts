@@ -296,8 +296,8 @@ export class TransferRepository {
   readonly #withLegs = statement<{ ids: string[] }, TransferRow & { legs: LegRow[] }>((v) =>
     this.#db.selectFrom('transfers as t').selectAll('t').select(LEGS_OF_T.as('legs')).where(sql<boolean>`t.id = any(${v.ids}::uuid[])`),
   );
-  readonly #locked = statement<{ ids: string[] }, TransferRow>((v) =>
-    this.#db.selectFrom('transfers').selectAll().where(sql<boolean>`id = any(${v.ids}::uuid[])`).orderBy('id').forUpdate(),
+  readonly #locked = statement<{ ids: string[] }, Pick<TransferRow, 'id' | 'status' | 'version'>>((v) =>
+    this.#db.selectFrom('transfers').select(['id', 'status', 'version']).where(sql<boolean>`id = any(${v.ids}::uuid[])`).orderBy('id').forUpdate(),
   );
   readonly #pendingFirst = statement<{ limit: number }, Pick<TransferRow, 'id' | 'updated_at'>>((v) => this.#pendingSetupQuery().limit(v.limit));
   readonly #pendingAfter = statement<{ at: Date; id: string; limit: number }, Pick<TransferRow, 'id' | 'updated_at'>>((v) =>
@@ -420,10 +420,11 @@ export class TransferRepository {
   }
 
   /**
-   * Locks several transfers for the rest of the transaction, in id order: two transactions
-   * locking overlapping sets then wait for each other instead of deadlocking.
+   * Locks several transfers for the rest of the transaction, in id order (two transactions
+   * locking overlapping sets then wait for each other instead of deadlocking); answers each
+   * one's status and version, which tell whether a row read before is still the row.
    */
-  async lockMany(trx: Transaction<any>, ids: string[]): Promise<TransferRow[]> {
+  async lockVersions(trx: Transaction<any>, ids: string[]): Promise<Array<Pick<TransferRow, 'id' | 'status' | 'version'>>> {
     if (!ids.length) return [];
     return this.#locked.run(trx, { ids });
   }
