@@ -136,6 +136,15 @@ async function openPGlite(dataDir: string | null): Promise<Database> {
 }
 
 /**
+ * SQL that starts with this comment is planned on every run, never kept as a prepared statement.
+ * A prepared statement's generic plan is made once, after five runs, from the tables' sizes then:
+ * a lookup first run while its table was nearly empty keeps a sequential scan as the table grows
+ * (on a new database, a minute can pass before autovacuum's ANALYZE has it planned again). A batch
+ * lookup runs once for many requests, so planning it each time costs little.
+ */
+export const PLAN_EACH_RUN = '/* plan each run */ ';
+
+/**
  * Names of server-side prepared statements, by SQL text. An unnamed parameterized query is parsed,
  * analysed and planned on every run; for the short queries of a request that was most of the
  * server's work (the API-key lookup and the transfer read of GET /v1/transfers/{id} cost four
@@ -151,6 +160,7 @@ class StatementNames {
     this.#max = max;
   }
   nameOf(text: string): string | undefined {
+    if (text.startsWith(PLAN_EACH_RUN)) return undefined;
     const known = this.#names.get(text);
     if (known !== undefined || this.#names.size >= this.#max) return known;
     const name = `c${this.#generation}_${createHash('sha1').update(text).digest('base64url')}`;

@@ -6,6 +6,7 @@ import { sql } from 'kysely';
 import { openDatabase } from './database.ts';
 import type { Database } from './database.ts';
 import { statement } from './statement.ts';
+import { PLAN_EACH_RUN } from './database.ts';
 import { createTestDatabase } from '../../../test/helpers/database.ts';
 
 describe('statement', () => {
@@ -32,6 +33,19 @@ describe('statement', () => {
     assert.deepEqual(await byKind.run(db.kysely, { kind: 'b', ids: [2] }), [{ id: 2, label: 'two' }]);
     assert.equal(byKind.sql, text, 'the same SQL on every run');
     assert.match(text, /\$1.*\$2.*\$3/s, 'every value is a parameter');
+  });
+
+  test('a statement planned on every run is never kept as a prepared statement (PostgreSQL)', async () => {
+    const lookup = statement<{ ids: number[] }, { id: number }>((v) => sql`select id from things where id = any(${v.ids}::int[]) order by id`, { planEachRun: true });
+    for (let i = 0; i < 7; i++) assert.deepEqual(await lookup.run(db.kysely, { ids: [1, 3] }), [{ id: 1 }, { id: 3 }]);
+    assert.ok(lookup.sql.startsWith(PLAN_EACH_RUN));
+    if (db.engine !== 'postgres') return;
+    // One connection, so the prepared statements seen are the ones its runs would have made.
+    await db.kysely.connection().execute(async (conn) => {
+      for (let i = 0; i < 7; i++) await lookup.run(conn, { ids: [2] });
+      const prepared = await sql<{ statement: string }>`select statement from pg_prepared_statements`.execute(conn);
+      assert.ok(!prepared.rows.some((r) => r.statement.includes('from things where id = any')), 'no prepared statement for it');
+    });
   });
 
   test('a raw statement runs inside a transaction too, and a value may appear twice', async () => {

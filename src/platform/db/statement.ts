@@ -5,6 +5,7 @@
 // on every run also had to be hashed again to find its prepared statement.
 import { CompiledQuery } from 'kysely';
 import type { Compilable, Kysely, RawBuilder, Transaction } from 'kysely';
+import { PLAN_EACH_RUN } from './database.ts';
 
 class Marker {
   readonly name: string;
@@ -26,11 +27,13 @@ export interface Statement<V extends Values, R> {
 }
 
 /**
- * Builds `build`'s query once, on its first run. Wherever the query uses `values.x`, each run passes its own x as
+ * Builds `build`'s query once, on its first run. `planEachRun` keeps the server from freezing one
+ * plan for it (PLAN_EACH_RUN): for lookups joined to their tables by a list of keys, whose best
+ * plan changes as the tables grow. Wherever the query uses `values.x`, each run passes its own x as
  * that parameter; anything else the builder made a parameter (a constant) is passed as it was.
  * The query's shape must not depend on the values: build it as if they were opaque.
  */
-export function statement<V extends Values, R = Record<string, unknown>>(build: (values: V) => Compilable<R> | RawBuilder<R>): Statement<V, R> {
+export function statement<V extends Values, R = Record<string, unknown>>(build: (values: V) => Compilable<R> | RawBuilder<R>, options: { planEachRun?: boolean } = {}): Statement<V, R> {
   let compiled: { text: string; slots: Array<{ name: string } | { constant: unknown }> } | null = null;
   const compile = (on: Executor) => {
     const markers = new Map<string, Marker>();
@@ -46,7 +49,7 @@ export function statement<V extends Values, R = Record<string, unknown>>(build: 
     // ignores the argument.
     const result = (build(values) as RawBuilder<R>).compile(on);
     return {
-      text: result.sql,
+      text: options.planEachRun ? `${PLAN_EACH_RUN}${result.sql}` : result.sql,
       slots: result.parameters.map((p) => (p instanceof Marker ? { name: p.name } : { constant: p })),
     };
   };
