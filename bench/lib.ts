@@ -98,50 +98,6 @@ export async function startCorridor(env: Record<string, string>): Promise<Runnin
   };
 }
 
-export interface RunningStackFloor {
-  baseUrl: string;
-  /** The API key the floor accepts: the lookup id of a key of the organization it copies. */
-  apiKey: string;
-  child: ChildProcess;
-  close(): Promise<void>;
-}
-
-/**
- * Starts bench/stack-floor.ts on a database where Corridor has created a transfer (the floor
- * copies its rows), in one of its shapes, and waits until it listens.
- */
-export async function startStackFloor(databaseUrl: string, shape: 'corridor' | 'fewest' | 'single'): Promise<RunningStackFloor> {
-  const child = spawn(process.execPath, [path.join(ROOT, 'bench', 'stack-floor.ts')], {
-    env: { ...process.env, DATABASE_URL: databaseUrl, FLOOR_SHAPE: shape },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const close = async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill('SIGTERM');
-      await new Promise((r) => child.once('exit', r));
-    }
-  };
-  try {
-    const [baseUrl, apiKey] = await new Promise<[string, string]>((resolve, reject) => {
-      let out = '';
-      const timer = setTimeout(() => reject(new Error(`the stack floor did not start:\n${out}`)), 60_000);
-      child.stdout.on('data', (d: Buffer) => {
-        out += d.toString();
-        const listening = /listening on (\S+) key (\S+)\n\n/.exec(out);
-        if (listening) {
-          clearTimeout(timer);
-          resolve([listening[1]!, listening[2]!]);
-        }
-      });
-      child.once('exit', (code) => reject(new Error(`the stack floor exited ${code}:\n${out}`)));
-    });
-    return { baseUrl, apiKey, child, close };
-  } catch (err) {
-    await close();
-    throw err;
-  }
-}
-
 /** An HTTPS client that accepts the self-signed sandbox certificate (loopback only). */
 export function insecureAgent(connections = 16): Agent {
   return new Agent({ connect: { rejectUnauthorized: false }, connections, pipelining: 1 });

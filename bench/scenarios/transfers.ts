@@ -3,13 +3,9 @@
 // (for creation) and the rate of unauthenticated GET /health (for reads).
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import type { Agent } from 'undici';
-import { call, cpuBetween, fmt, hit, insecureAgent, load, loadInterleaved, readCpu, scratchDatabase, startCorridor, startStackFloor, withClient } from '../lib.ts';
+import { call, cpuBetween, fmt, hit, insecureAgent, load, loadInterleaved, readCpu, scratchDatabase, startCorridor, withClient } from '../lib.ts';
 import type { BenchContext, BenchResult, CpuReading, LoadResult } from '../lib.ts';
-import { creationScript } from '../database-floor.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
@@ -44,24 +40,6 @@ async function pgbench(url: string, log: (s: string) => void): Promise<PgbenchRu
   return run;
 }
 
-/**
- * The database floor (bench/database-floor.ts): pgbench itself runs a creation's SQL, copied from
- * the rows Corridor wrote, with the reference's clients and duration. Run on the database Corridor
- * filled, after it and the stack floor stopped.
- */
-async function measureDatabaseFloor(url: string, log: (s: string) => void): Promise<PgbenchRun> {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'corridor-database-floor-'));
-  try {
-    const script = path.join(dir, 'creation.sql');
-    fs.writeFileSync(script, await creationScript(url));
-    const run = await timedPgbench(url, ['-n', '-M', 'prepared', '-D', 'loaded=0', '-f', script]);
-    log(`database floor (pgbench runs a creation's SQL): ${run.tps} creations/s`);
-    return run;
-  } finally {
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
-}
-
 /** How the processes reach PostgreSQL: a same-host deployment would use the Unix socket. */
 function describeConnection(url: string): string {
   const parsed = new URL(url);
@@ -83,6 +61,13 @@ async function drainSetup(url: string): Promise<{ backlog: number; seconds: numb
   });
 }
 
+/** Transactions committed in the database so far (pg_stat_database; its counts lag by up to half a second). */
+async function commits(url: string): Promise<number> {
+  await new Promise((r) => setTimeout(r, 600));
+  return withClient(url, async (client) => Number((await client.query<{ n: string }>('select xact_commit as n from pg_stat_database where datname = current_database()')).rows[0]!.n));
+}
+
+/** Vacuumed and checkpointed, as pgbench leaves its own tables before it measures. */
 async function settle(url: string): Promise<void> {
   await withClient(url, async (client) => {
     await client.query('VACUUM ANALYZE');
@@ -102,7 +87,7 @@ function cpuTable(reference: { cpu: CpuReading | null; transactions: number }, p
     '',
     'CPU time per operation over each measured phase (from /proc; "machine" is every process on both vCPUs, the load generators included):',
     '',
-    '| operation | machine ms | PostgreSQL ms | server process ms (Corridor or the stack floor) |',
+    '| operation | machine ms | PostgreSQL ms | Corridor process ms |',
     '|---|---|---|---|',
     `| pgbench simple-update transaction | ${ms(reference.cpu.machine, reference.transactions)} | ${ms(reference.cpu.postgres, reference.transactions)} | |`,
     ...phases.map((p) => `| ${p.name} | ${ms(p.cpu!.machine, p.count)} | ${ms(p.cpu!.postgres, p.count)} | ${ms(p.cpu!.corridor, p.count)} |`),
@@ -110,7 +95,7 @@ function cpuTable(reference: { cpu: CpuReading | null; transactions: number }, p
 }
 
 /**
- * The two requests of a creation, against Corridor or the stack floor alike: a quote (USD ACH to
+ * The two requests of a creation: a quote (USD ACH to
  * EUR SEPA bound to the saved fiat account) answering its best option, and a transfer on an
  * option, with a fresh Idempotency-Key, answering the transfer's id.
  */
@@ -137,71 +122,6 @@ export function creationCalls(agent: Agent, base: string, apiKey: string, entity
       return transfer.id as string;
     },
   };
-}
-
-/** Statements per creation of each stack-floor shape (bench/stack-floor.ts), quote + transfer. */
-const FLOOR_SHAPES = [
-  { shape: 'corridor', statements: '4 + 12', label: "Corridor's statements" },
-  { shape: 'fewest', statements: '2 + 8', label: 'fewest statements' },
-  { shape: 'single', statements: '2 + 2', label: 'one statement per write' },
-] as const;
-
-interface FloorMeasure {
-  label: string;
-  statements: string;
-  result: LoadResult;
-  cpu: CpuReading | null;
-}
-
-/**
- * Runs the stack floor on the database Corridor filled (Corridor stopped, so its engine leaves
- * the copied rows alone) and measures its creations as Corridor's were measured.
- */
-async function measureFloor(dbUrl: string, entityId: string, accountId: string, log: (s: string) => void): Promise<FloorMeasure[]> {
-  const measures: FloorMeasure[] = [];
-  for (const { shape, statements, label } of FLOOR_SHAPES) {
-    const floor = await startStackFloor(dbUrl, shape);
-    const agent = insecureAgent(CONCURRENCY);
-    try {
-      const { quoteOne, transferOne } = creationCalls(agent, floor.baseUrl, floor.apiKey, entityId, accountId);
-      const createOne = async () => void (await transferOne(await quoteOne()));
-      await load(CONCURRENCY, 2, createOne);
-      const before = readCpu(floor.child.pid);
-      const result = await load(CONCURRENCY, SECONDS, createOne);
-      measures.push({ label, statements, result, cpu: cpuBetween(before, readCpu(floor.child.pid)) });
-      log(`stack floor, ${label}: ${fmt(result.perSecond)}/s p50 ${fmt(result.p50ms, 2)} ms (${result.errors} errors)`);
-    } finally {
-      await agent.close();
-      await floor.close();
-    }
-  }
-  return measures;
-}
-
-/**
- * What the creation target leaves for a server, in machine CPU per creation: at the target rate,
- * with every vCPU busy and nothing else running, a creation may cost vCPUs / (25% × pgbench TPS).
- * Its SQL alone costs what the database floor measured (PostgreSQL and pgbench's client), and its
- * two HTTPS requests at least what two bare GET /health requests cost (server, client, select 1).
- */
-function targetBudget(pgbenchTps: number, databaseFloor: PgbenchRun, health: { cpu: CpuReading; count: number } | null, corridor: { cpu: CpuReading; count: number } | null): string[] {
-  if (!databaseFloor.cpu || !health || !corridor) return [];
-  const vcpus = os.cpus().length;
-  const allowed = (vcpus * 1000) / (TARGET_CREATE * pgbenchTps);
-  const sqlAlone = (databaseFloor.cpu.machine * 1000) / databaseFloor.transactions;
-  const twoRequests = (2 * health.cpu.machine * 1000) / health.count;
-  const left = allowed - sqlAlone - twoRequests;
-  const t = (n: number) => `${fmt(n, 2)} ms`;
-  return [
-    'What the creation target leaves for a server, in machine CPU per creation (from /proc, as in the CPU table above):',
-    '',
-    `- at ${TARGET_CREATE * 100}% of ${fmt(pgbenchTps)} TPS, with all ${vcpus} vCPUs busy and nothing else running, a creation may cost ${t(allowed)};`,
-    `- its SQL alone, run by pgbench, costs ${t(sqlAlone)};`,
-    `- its two HTTPS requests cost at least what two bare \`GET /health\` requests cost: ${t(twoRequests)};`,
-    `- left for everything else a server does to create a transfer (parse and check the requests, find and price the paths, build ` +
-      `the responses, run the queries through a driver, prepare the transfer): ${t(left)}, ${fmt((left / allowed) * 100, 0)}% of the allowance. ` +
-      `Corridor's whole creation costs ${t((corridor.cpu.machine * 1000) / corridor.count)} (the load generator included).`,
-  ];
 }
 
 const row = (name: string, r: LoadResult) => `| ${name} | ${fmt(r.perSecond)} | ${fmt(r.p50ms, 2)} | ${fmt(r.p99ms, 2)} | ${r.requests} | ${r.errors} |`;
@@ -242,11 +162,16 @@ export default async function run(ctx: BenchContext): Promise<BenchResult> {
     const { quoteOne, transferOne } = creationCalls(agent, base, corridor.apiKey, entity.id as string, account.id as string);
     const createOne = async () => void created.push(await transferOne(await quoteOne()));
 
+    // The reference left the server's write-ahead log to a checkpoint; it is done now, as the
+    // reads below start from one, so that it lands on neither measure.
+    await withClient(db.url, (client) => client.query('CHECKPOINT'));
     // Warm-up of each path (JIT, connection pools, TLS sessions), then the measured runs.
     const warmup = (await load(CONCURRENCY, 2, createOne)).requests;
+    const commitsBefore = await commits(db.url);
     const cpuBefore = readCpu(corridor.child.pid);
     const creation = await load(CONCURRENCY, SECONDS, createOne);
     const creationCpu = cpuBetween(cpuBefore, readCpu(corridor.child.pid));
+    const creationCommits = (await commits(db.url)) - commitsBefore;
     ctx.log(`quote+transfer creation: ${fmt(creation.perSecond)}/s p50 ${fmt(creation.p50ms, 2)} ms p99 ${fmt(creation.p99ms, 2)} ms (${creation.errors} errors)`);
 
     const drain = await drainSetup(db.url);
@@ -294,14 +219,12 @@ export default async function run(ctx: BenchContext): Promise<BenchResult> {
     ctx.log(`GET transfer: ${fmt(reads.perSecond)}/s p50 ${fmt(reads.p50ms, 2)} ms p99 ${fmt(reads.p99ms, 2)} ms (${reads.errors} errors)`);
     ctx.log(`GET /health: ${fmt(health.perSecond)}/s p50 ${fmt(health.p50ms, 2)} ms p99 ${fmt(health.p99ms, 2)} ms`);
     // What one bare HTTPS request costs the machine (server, client and its `select 1`), measured
-    // alone, for the target's budget below.
+    // alone: the part of a creation's cost that is HTTPS itself.
     const healthCpuBefore = readCpu(corridor.child.pid);
     const bare = await load(CONCURRENCY, SECONDS / 2, healthOne);
     const healthCpu = cpuBetween(healthCpuBefore, readCpu(corridor.child.pid));
 
     await corridor.close();
-    const floor = await measureFloor(db.url, entity.id as string, account.id as string, ctx.log);
-    const databaseFloor = await measureDatabaseFloor(db.url, ctx.log);
 
     const createRatio = creation.perSecond / pgbenchTps;
     const half = (name: string, r: LoadResult) =>
@@ -332,6 +255,8 @@ export default async function run(ctx: BenchContext): Promise<BenchResult> {
       `- GET transfer / GET /health: ${verdict(getRatio, TARGET_GET)}`,
       `- sandbox engine: ${drain.backlog} of the ${creation.requests + warmup} transfers created were still in PENDING_SETUP when creation stopped; ` +
         `it had prepared them all ${fmt(drain.seconds, 2)} s later (it prepares transfers while they are being created, on the same two vCPUs).`,
+      `- database transactions committed per creation, the engine's and the job queue's included: ${fmt(creationCommits / creation.requests, 2)} ` +
+        `(pg_stat_database; requests arriving together share their statements, see docs/ARCHITECTURE.md, "Requests share their statements").`,
       '',
       `The same creation taken apart, each half measured alone for ${SECONDS} s after its own 2 s warm-up: quote requests, then transfer ` +
         `requests on options those quotes made (the engine preparing each created transfer meanwhile, as above).`,
@@ -347,44 +272,8 @@ export default async function run(ctx: BenchContext): Promise<BenchResult> {
         { name: 'quote + transfer creation', cpu: creationCpu, count: creation.requests },
         { name: 'quote request alone', cpu: quoteCpu, count: quotes.requests },
         { name: 'transfer request alone', cpu: transferCpu, count: transfers.requests },
-        ...floor.map((f) => ({ name: `stack floor creation, ${f.label}`, cpu: f.cpu, count: f.result.requests })),
         { name: 'GET /health (one bare HTTPS request)', cpu: healthCpu, count: bare.requests },
-        { name: 'database floor creation (pgbench runs its SQL)', cpu: databaseFloor.cpu, count: databaseFloor.transactions },
       ]),
-      '',
-      '### The stack floor',
-      '',
-      `How far any implementation on this stack could go, measured after Corridor stopped, on the same database and with the same clients: ` +
-        `\`bench/stack-floor.ts\` is Fastify 5 with TypeBox bodies, Kysely over node-postgres opened by \`src/platform/db\` (the same ` +
-        `prepared statements), HTTPS with a self-signed certificate, answering the same two requests by writing copies of the rows Corridor ` +
-        `wrote (quote and options; transfer, legs and first timeline item; event; idempotency record), and doing nothing else: no ` +
-        `validation beyond the body schema, no path search or pricing, no views, no logging, and no setup job (Corridor also prepares each ` +
-        `transfer). "Corridor's statements" runs the statements Corridor runs for a creation, in its order (quote: API key, entity, ` +
-        `destination, insert; transfer: API key, entity, option, destination, begin, idempotency record, option taken, insert, event, ` +
-        `webhook subscriptions, stored response, commit). "Fewest statements" keeps only the API key reads and the writes. ` +
-        `"One statement per write" also folds the transfer's writes into one statement of data-modifying CTEs (its idempotency record ` +
-        `written whole, no explicit transaction): a creation is then two API key reads and two writes.`,
-      '',
-      '| stack floor | statements (quote + transfer) | per second | share of pgbench TPS | p50 ms | p99 ms | requests | errors |',
-      '|---|---|---|---|---|---|---|---|',
-      ...floor.map(
-        (f) =>
-          `| ${f.label} | ${f.statements} | ${fmt(f.result.perSecond)} | ${fmt((f.result.perSecond / pgbenchTps) * 100)}% | ${fmt(f.result.p50ms, 2)} | ${fmt(f.result.p99ms, 2)} | ${f.result.requests} | ${f.result.errors} |`,
-      ),
-      '',
-      '### The database floor',
-      '',
-      `How far PostgreSQL itself goes with a creation's rows on this machine, before any server on any stack does anything: ` +
-        `\`bench/database-floor.ts\` writes a pgbench script of the stack floor's "one statement per write" shape (the two API key ` +
-        `reads and the two writes, with copies of the rows Corridor wrote, every value a bind parameter of a prepared statement as ` +
-        `node-postgres sends Corridor's), and pgbench runs it as it runs the reference: \`pgbench -n -M prepared -D loaded=0 -f ` +
-        `creation.sql -T 10 -c 2\` on the database Corridor filled, after Corridor and the stack floor stopped. No HTTP, no JSON, no Node.js.`,
-      '',
-      '| database floor | statements (quote + transfer) | creations per second | share of pgbench TPS | transactions |',
-      '|---|---|---|---|---|',
-      `| pgbench runs a creation's SQL | 2 + 2 | ${fmt(databaseFloor.tps)} | ${fmt((databaseFloor.tps / pgbenchTps) * 100)}% | ${databaseFloor.transactions} |`,
-      '',
-      ...targetBudget(pgbenchTps, databaseFloor, healthCpu && { cpu: healthCpu, count: bare.requests }, creationCpu && { cpu: creationCpu, count: creation.requests }),
     ].join('\n');
     return { title: 'Quotes and transfers', markdown };
   } finally {

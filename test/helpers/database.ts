@@ -2,6 +2,8 @@
 // on the PostgreSQL server named by TEST_DATABASE_URL (created here, dropped on close).
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { openDatabase } from '../../src/platform/db/database.ts';
+import type { Database } from '../../src/platform/db/database.ts';
 
 export interface TestDatabase {
   /** Connection string for the server database, or null for embedded PGlite. */
@@ -32,6 +34,23 @@ export async function createTestDatabase(): Promise<TestDatabase> {
       } finally {
         await c.end();
       }
+    },
+  };
+}
+
+/**
+ * A database opened on the engine the suite runs on (a fresh PGlite in memory, or a fresh database
+ * on TEST_DATABASE_URL), with no migrations: for tests of the database layer itself. `close`
+ * closes it and drops the server database.
+ */
+export async function openScratchDatabase(): Promise<{ db: Database; close: () => Promise<void> }> {
+  const database = await createTestDatabase();
+  const db = await openDatabase({ url: database.url });
+  return {
+    db,
+    close: async () => {
+      await db.close();
+      await database.drop();
     },
   };
 }

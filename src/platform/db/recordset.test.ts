@@ -3,24 +3,18 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { sql } from 'kysely';
-import { openDatabase } from './database.ts';
 import type { Database } from './database.ts';
 import { JsonText, encodeRows, insertRows, recordset } from './recordset.ts';
-import { createTestDatabase } from '../../../test/helpers/database.ts';
+import { openScratchDatabase } from '../../../test/helpers/database.ts';
 
 describe('recordset', () => {
   let db: Database;
-  let drop: () => Promise<void>;
+  let close: () => Promise<void>;
   before(async () => {
-    const database = await createTestDatabase();
-    db = await openDatabase({ url: database.url });
-    drop = () => database.drop();
+    ({ db, close } = await openScratchDatabase());
     await sql`create table rows_in (id uuid primary key, amount numeric, at timestamptz(3), note text, doc jsonb, n integer)`.execute(db.kysely);
   });
-  after(async () => {
-    await db.close();
-    await drop();
-  });
+  after(() => close());
 
   const columns = { id: 'uuid', amount: 'numeric', at: 'timestamptz', note: 'text', doc: 'jsonb', n: 'integer' } as const;
 

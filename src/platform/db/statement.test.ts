@@ -3,26 +3,20 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { sql } from 'kysely';
-import { openDatabase } from './database.ts';
 import type { Database } from './database.ts';
 import { statement } from './statement.ts';
 import { PLAN_EACH_RUN } from './database.ts';
-import { createTestDatabase } from '../../../test/helpers/database.ts';
+import { openScratchDatabase } from '../../../test/helpers/database.ts';
 
 describe('statement', () => {
   let db: Database;
-  let drop: () => Promise<void>;
+  let close: () => Promise<void>;
   before(async () => {
-    const database = await createTestDatabase();
-    db = await openDatabase({ url: database.url });
-    drop = () => database.drop();
+    ({ db, close } = await openScratchDatabase());
     await sql`create table things (id integer primary key, kind text not null, label text)`.execute(db.kysely);
     await sql`insert into things values (1, 'a', 'one'), (2, 'b', 'two'), (3, 'a', 'three')`.execute(db.kysely);
   });
-  after(async () => {
-    await db.close();
-    await drop();
-  });
+  after(() => close());
 
   test("a query builder's statement takes each run's values; its constants stay", async () => {
     const byKind = statement<{ kind: string; ids: number[] }, { id: number; label: string }>((v) =>
