@@ -143,7 +143,6 @@ export class EventService {
     return recorded;
   }
 
-
   async get(organizationId: string, id: string): Promise<RecordedEvent> {
     const row = await this.#repo.find(organizationId, id);
     if (!row) throw notFound('Event');

@@ -64,7 +64,7 @@ export interface IdempotencyScope {
   requestHash: string;
 }
 
-/** A response to keep under its key, written by the caller's transaction together with the work it answers. */
+/** A response to keep under its key, written by the caller's statement together with the work it answers. */
 export interface CompletedResponse {
   scope: IdempotencyScope;
   status: number;
@@ -78,7 +78,7 @@ export class IdempotencyStore {
   readonly #db: Kysely<Tables>;
   readonly #ttlHours: number;
   readonly #waitMs: number;
-  // Requests look their key up before doing anything; concurrent lookups share a statement.
+  // A request looks its key up when something stands in its way (stored()); concurrent lookups share a statement.
   readonly #records = lookupBatcher<IdempotencyScope, IdempotencyRow>(
     (scopes) =>
       this.#db
@@ -136,11 +136,7 @@ export class IdempotencyStore {
             .where('operation', '=', scope.operation)
             .where('idempotency_key', '=', scope.key)
             .executeTakeFirstOrThrow();
-          if (existing.request_hash !== scope.requestHash) {
-            throw new ApiError(409, 'idempotency_key_reused', 'This Idempotency-Key was already used for a different request');
-          }
-          if (existing.state !== 'COMPLETED') throw requestInProgress();
-          return { status: existing.response_status!, body: existing.response_body as T, replayed: true };
+          return answerOf<T>(existing, scope);
         }
 
         const result = await work(trx as Transaction<any>);
@@ -175,12 +171,7 @@ export class IdempotencyStore {
    */
   async stored<T>(scope: IdempotencyScope): Promise<StoredResponse<T> | null> {
     const existing = await this.#records.submit(scope);
-    if (!existing) return null;
-    if (existing.request_hash !== scope.requestHash) {
-      throw new ApiError(409, 'idempotency_key_reused', 'This Idempotency-Key was already used for a different request');
-    }
-    if (existing.state !== 'COMPLETED') throw requestInProgress();
-    return { status: existing.response_status!, body: existing.response_body as T, replayed: true };
+    return existing ? answerOf<T>(existing, scope) : null;
   }
 
   /**
@@ -212,6 +203,15 @@ export class IdempotencyStore {
     const result = await this.#db.deleteFrom('idempotency_records').where('expires_at', '<', now).executeTakeFirst();
     return Number(result.numDeletedRows ?? 0);
   }
+}
+
+/** What a key already taken answers this request: its replay, or 409 for a different or unfinished one. */
+function answerOf<T>(existing: IdempotencyRow, scope: IdempotencyScope): StoredResponse<T> {
+  if (existing.request_hash !== scope.requestHash) {
+    throw new ApiError(409, 'idempotency_key_reused', 'This Idempotency-Key was already used for a different request');
+  }
+  if (existing.state !== 'COMPLETED') throw requestInProgress();
+  return { status: existing.response_status!, body: existing.response_body as T, replayed: true };
 }
 
 /** The error a completedPart() statement fails with when a key was taken by another request first. */

@@ -198,12 +198,12 @@ export class TransferService {
 
   /**
    * POST /v1/transfers. The references are read and checked first, outside any transaction; the
-   * transfer is then written by one transaction together with its option taken, its stored
-   * response and its event, shared with the creations arriving at the same moment (#createMany).
-   * The key is looked at only when something stands in the way: a key that already answered
-   * replays its response (a replay is never refused for a reason that arose after the original
-   * succeeded, such as the option being used by it), and a key or option someone else took
-   * first answers what they took it for.
+   * transfer is then written by one statement together with its stored response and its event,
+   * shared with the creations arriving at the same moment (#createMany). The key is looked at
+   * only when something stands in the way: a key that already answered replays its response (a
+   * replay is never refused for a reason that arose after the original succeeded, such as the
+   * option being used by it), and a key or option someone else took first answers what they took
+   * it for.
    */
   async create(organizationId: string, key: string, body: CreateTransferBody): Promise<StoredResponse<TransferBody>> {
     const scope = { organizationId, operation: CREATE_OPERATION, key, requestHash: requestFingerprint(body) };
@@ -226,9 +226,10 @@ export class TransferService {
       if ((err as { code?: string }).code === LOCK_NOT_AVAILABLE) throw requestInProgress();
       // Someone got there first: this same request under this key (replay it), a different one
       // under it, or another request that took the option.
-      if (isKeyTaken(err)) return (await this.#idempotency.stored<Transfer>(scope)) ?? Promise.reject(requestInProgress());
-      if (isOptionTaken(err)) return (await this.#idempotency.stored<Transfer>(scope)) ?? Promise.reject(quoteOptionUsed());
-      throw err;
+      if (!isKeyTaken(err) && !isOptionTaken(err)) throw err;
+      const stored = await this.#idempotency.stored<Transfer>(scope);
+      if (stored) return stored;
+      throw isKeyTaken(err) ? requestInProgress() : quoteOptionUsed();
     }
     this.requestSetup();
     return { status: 201, body: creation.view, replayed: false };
