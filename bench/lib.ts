@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import tls from 'node:tls';
 import pg from 'pg';
 import { Agent, request } from 'undici';
 
@@ -115,14 +116,96 @@ export async function call(agent: Agent, baseUrl: string, method: string, urlPat
 }
 
 /**
- * A measured read: the status and the whole body received (so the server's work is all counted),
- * without parsing it, as a load generator such as wrk does. Used for every timed read loop and its
- * reference alike, so parsing on the client side weighs on neither.
+ * The load generator's HTTPS connection: keep-alive HTTP/1.1, one request at a time, each request
+ * written in one piece (as wrk writes it) and each response read whole by its Content-Length
+ * (Corridor sends one on every JSON answer), unparsed: a timed read and its reference both
+ * receive their bodies whole without parsing them, as wrk does. It accepts the self-signed sandbox certificate
+ * (loopback only). undici, used before, cost the machine twice the client CPU (0.75 against 0.35 ms
+ * per creation, 0.18 against 0.09 ms per GET /health, on 2026-11-25): on two vCPUs shared with the
+ * server, that is capacity taken from the server being measured.
  */
-export async function hit(agent: Agent, baseUrl: string, urlPath: string, headers: Record<string, string> = {}): Promise<number> {
-  const res = await request(`${baseUrl}${urlPath}`, { method: 'GET', dispatcher: agent, headers });
-  await res.body.arrayBuffer();
-  return res.statusCode;
+export class BenchConnection {
+  readonly #host: string;
+  readonly #port: number;
+  #socket: tls.TLSSocket | null = null;
+  #received: Buffer = Buffer.alloc(0);
+  #pending: { resolve: (r: { status: number; body: Buffer }) => void; reject: (e: Error) => void } | null = null;
+
+  constructor(baseUrl: string) {
+    const url = new URL(baseUrl);
+    this.#host = url.hostname;
+    this.#port = Number(url.port || 443);
+  }
+
+  async #connect(): Promise<tls.TLSSocket> {
+    if (this.#socket) return this.#socket;
+    const socket = tls.connect({ host: this.#host, port: this.#port, rejectUnauthorized: false });
+    socket.setNoDelay(true);
+    await new Promise<void>((resolve, reject) => {
+      socket.once('secureConnect', resolve);
+      socket.once('error', reject);
+    });
+    socket.on('data', (chunk: Buffer) => {
+      this.#received = this.#received.length ? Buffer.concat([this.#received, chunk]) : chunk;
+      this.#readResponse();
+    });
+    const lost = (err: Error) => {
+      if (this.#socket === socket) this.#socket = null;
+      this.#received = Buffer.alloc(0);
+      this.#settle(null, err);
+    };
+    socket.on('error', lost);
+    socket.on('close', () => lost(new Error('connection closed')));
+    this.#socket = socket;
+    return socket;
+  }
+
+  #settle(response: { status: number; body: Buffer } | null, err?: Error): void {
+    const pending = this.#pending;
+    this.#pending = null;
+    if (!pending) return;
+    if (response) pending.resolve(response);
+    else pending.reject(err ?? new Error('no response'));
+  }
+
+  #readResponse(): void {
+    const headEnd = this.#received.indexOf('\r\n\r\n');
+    if (headEnd < 0) return;
+    const head = this.#received.toString('latin1', 0, headEnd);
+    const length = /\r\ncontent-length: *(\d+)/i.exec(head);
+    if (!length) {
+      this.#socket?.destroy();
+      this.#settle(null, new Error(`response without Content-Length: ${head.split('\r\n')[0]}`));
+      return;
+    }
+    const end = headEnd + 4 + Number(length[1]);
+    if (this.#received.length < end) return;
+    const body = this.#received.subarray(headEnd + 4, end);
+    this.#received = this.#received.subarray(end);
+    this.#settle({ status: Number(head.slice(9, 12)), body });
+  }
+
+  /** Sends one request and answers its status and whole body (unparsed). */
+  async request(method: string, urlPath: string, headers: Record<string, string> = {}, body?: string): Promise<{ status: number; body: Buffer }> {
+    const socket = await this.#connect();
+    let head = `${method} ${urlPath} HTTP/1.1\r\nhost: ${this.#host}:${this.#port}\r\n`;
+    for (const [name, value] of Object.entries(headers)) head += `${name}: ${value}\r\n`;
+    if (body !== undefined) head += `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n`;
+    return new Promise((resolve, reject) => {
+      this.#pending = { resolve, reject };
+      socket.write(`${head}\r\n${body ?? ''}`);
+    });
+  }
+
+  close(): void {
+    this.#socket?.destroy();
+    this.#socket = null;
+  }
+}
+
+/** One BenchConnection per closed-loop worker. */
+export function benchConnections(baseUrl: string, count: number): BenchConnection[] {
+  return Array.from({ length: count }, () => new BenchConnection(baseUrl));
 }
 
 export interface LoadResult {
@@ -134,11 +217,12 @@ export interface LoadResult {
   p99ms: number;
 }
 
-/** CPU seconds used so far: the whole machine (all CPUs, busy time), one process, and every PostgreSQL process. */
+/** CPU seconds used so far: the whole machine (all CPUs, busy time), one process, every PostgreSQL process, and this process (the load generator). */
 export interface CpuReading {
   machine: number;
   corridor: number;
   postgres: number;
+  client: number;
 }
 
 const TICKS_PER_SECOND = 100; // USER_HZ on Linux
@@ -173,12 +257,13 @@ export function readCpu(corridorPid: number | undefined): CpuReading | null {
     if (p?.comm === 'postgres') postgres += p.ticks + p.children;
   }
   const corridor = corridorPid === undefined ? 0 : (processTicks(String(corridorPid))?.ticks ?? 0);
-  return { machine: machine / TICKS_PER_SECOND, corridor: corridor / TICKS_PER_SECOND, postgres: postgres / TICKS_PER_SECOND };
+  const client = processTicks(String(process.pid))?.ticks ?? 0;
+  return { machine: machine / TICKS_PER_SECOND, corridor: corridor / TICKS_PER_SECOND, postgres: postgres / TICKS_PER_SECOND, client: client / TICKS_PER_SECOND };
 }
 
 export function cpuBetween(before: CpuReading | null, after: CpuReading | null): CpuReading | null {
   if (!before || !after) return null;
-  return { machine: after.machine - before.machine, corridor: after.corridor - before.corridor, postgres: after.postgres - before.postgres };
+  return { machine: after.machine - before.machine, corridor: after.corridor - before.corridor, postgres: after.postgres - before.postgres, client: after.client - before.client };
 }
 
 type Operation = (worker: number, i: number) => Promise<void>;

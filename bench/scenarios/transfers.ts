@@ -3,9 +3,8 @@
 // (for creation) and the rate of unauthenticated GET /health (for reads).
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import type { Agent } from 'undici';
-import { call, cpuBetween, fmt, hit, insecureAgent, load, loadInterleaved, readCpu, scratchDatabase, startCorridor, withClient } from '../lib.ts';
-import type { BenchContext, BenchResult, CpuReading, LoadResult } from '../lib.ts';
+import { benchConnections, call, cpuBetween, fmt, insecureAgent, load, loadInterleaved, readCpu, scratchDatabase, startCorridor, withClient } from '../lib.ts';
+import type { BenchConnection, BenchContext, BenchResult, CpuReading, LoadResult } from '../lib.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
@@ -85,29 +84,30 @@ function cpuTable(reference: { cpu: CpuReading | null; transactions: number }, p
   if (!reference.cpu || phases.some((p) => !p.cpu)) return [];
   return [
     '',
-    'CPU time per operation over each measured phase (from /proc; "machine" is every process on both vCPUs, the load generators included):',
+    'CPU time per operation over each measured phase (from /proc; "machine" is every process on both vCPUs, the load generators included; ' +
+      '"load generator" is the bench process, whose HTTPS clients send the requests):',
     '',
-    '| operation | machine ms | PostgreSQL ms | Corridor process ms |',
-    '|---|---|---|---|',
-    `| pgbench simple-update transaction | ${ms(reference.cpu.machine, reference.transactions)} | ${ms(reference.cpu.postgres, reference.transactions)} | |`,
-    ...phases.map((p) => `| ${p.name} | ${ms(p.cpu!.machine, p.count)} | ${ms(p.cpu!.postgres, p.count)} | ${ms(p.cpu!.corridor, p.count)} |`),
+    '| operation | machine ms | PostgreSQL ms | Corridor process ms | load generator ms |',
+    '|---|---|---|---|---|',
+    `| pgbench simple-update transaction | ${ms(reference.cpu.machine, reference.transactions)} | ${ms(reference.cpu.postgres, reference.transactions)} | | |`,
+    ...phases.map((p) => `| ${p.name} | ${ms(p.cpu!.machine, p.count)} | ${ms(p.cpu!.postgres, p.count)} | ${ms(p.cpu!.corridor, p.count)} | ${ms(p.cpu!.client, p.count)} |`),
   ];
 }
 
 /**
- * The two requests of a creation: a quote (USD ACH to
- * EUR SEPA bound to the saved fiat account) answering its best option, and a transfer on an
- * option, with a fresh Idempotency-Key, answering the transfer's id.
+ * The two requests of a creation, sent by closed-loop worker `worker` on its own connection: a
+ * quote (USD ACH to EUR SEPA bound to the saved fiat account) answering its best option, and a
+ * transfer on an option, with a fresh Idempotency-Key, answering the transfer's id.
  */
-export function creationCalls(agent: Agent, base: string, apiKey: string, entityId: string, accountId: string) {
-  const must = async (url: string, body: unknown, headers: Record<string, string> = {}) => {
-    const res = await call(agent, base, 'POST', url, { headers: { 'x-api-key': apiKey, ...headers }, body });
-    if (res.status >= 300) throw new Error(`POST ${url}: ${res.status} ${JSON.stringify(res.body)}`);
-    return res.body;
+export function creationCalls(connections: BenchConnection[], apiKey: string, entityId: string, accountId: string) {
+  const must = async (worker: number, url: string, body: unknown, headers: Record<string, string> = {}) => {
+    const res = await connections[worker]!.request('POST', url, { 'x-api-key': apiKey, ...headers }, JSON.stringify(body));
+    if (res.status >= 300) throw new Error(`POST ${url}: ${res.status} ${res.body.toString()}`);
+    return JSON.parse(res.body.toString());
   };
   return {
-    quoteOne: async (): Promise<string> => {
-      const quote = await must('/v1/quotes', {
+    quoteOne: async (worker: number): Promise<string> => {
+      const quote = await must(worker, '/v1/quotes', {
         entityId,
         from: { type: 'FIAT', country: 'US', currency: 'USD', method: 'ACH' },
         to: { type: 'FIAT', country: 'DE', currency: 'EUR', method: 'SEPA' },
@@ -117,8 +117,8 @@ export function creationCalls(agent: Agent, base: string, apiKey: string, entity
       });
       return quote.options[0].id as string;
     },
-    transferOne: async (quoteOptionId: string): Promise<string> => {
-      const transfer = await must('/v1/transfers', { quoteOptionId, destination: { type: 'FIAT_ACCOUNT', fiatAccountId: accountId }, entityId }, { 'idempotency-key': randomUUID() });
+    transferOne: async (worker: number, quoteOptionId: string): Promise<string> => {
+      const transfer = await must(worker, '/v1/transfers', { quoteOptionId, destination: { type: 'FIAT_ACCOUNT', fiatAccountId: accountId }, entityId }, { 'idempotency-key': randomUUID() });
       return transfer.id as string;
     },
   };
@@ -141,6 +141,7 @@ export default async function run(ctx: BenchContext): Promise<BenchResult> {
   const db = await scratchDatabase(ctx.pgAdminUrl, 'transfers');
   const corridor = await startCorridor({ DATABASE_URL: db.url });
   const agent = insecureAgent(CONCURRENCY);
+  const closers: Array<() => void> = [];
   try {
     const base = corridor.baseUrl;
     const auth = { 'x-api-key': corridor.apiKey };
@@ -159,8 +160,10 @@ export default async function run(ctx: BenchContext): Promise<BenchResult> {
       relationship: 'THIRD_PARTY',
     });
     const created: string[] = [];
-    const { quoteOne, transferOne } = creationCalls(agent, base, corridor.apiKey, entity.id as string, account.id as string);
-    const createOne = async () => void created.push(await transferOne(await quoteOne()));
+    const connections = benchConnections(base, CONCURRENCY);
+    closers.push(() => connections.forEach((c) => c.close()));
+    const { quoteOne, transferOne } = creationCalls(connections, corridor.apiKey, entity.id as string, account.id as string);
+    const createOne = async (worker: number) => void created.push(await transferOne(worker, await quoteOne(worker)));
 
     // The reference left the server's write-ahead log to a checkpoint; it is done now, as the
     // reads below start from one, so that it lands on neither measure.
@@ -180,16 +183,16 @@ export default async function run(ctx: BenchContext): Promise<BenchResult> {
     // The same creation taken apart: quote requests alone, then transfer requests alone on the
     // options those quotes made (the engine preparing each transfer meanwhile), each with its CPU.
     const options: string[] = [];
-    const quoteAlone = async () => void options.push(await quoteOne());
+    const quoteAlone = async (worker: number) => void options.push(await quoteOne(worker));
     await load(CONCURRENCY, 2, quoteAlone);
     const quoteCpuBefore = readCpu(corridor.child.pid);
     const quotes = await load(CONCURRENCY, SECONDS, quoteAlone);
     const quoteCpu = cpuBetween(quoteCpuBefore, readCpu(corridor.child.pid));
     ctx.log(`quote request alone: ${fmt(quotes.perSecond)}/s p50 ${fmt(quotes.p50ms, 2)} ms p99 ${fmt(quotes.p99ms, 2)} ms (${quotes.errors} errors)`);
-    const transferAlone = async () => {
+    const transferAlone = async (worker: number) => {
       const option = options.pop();
       if (!option) throw new Error('the quote phase made too few options for this phase');
-      created.push(await transferOne(option));
+      created.push(await transferOne(worker, option));
     };
     await load(CONCURRENCY, 2, transferAlone);
     const transferCpuBefore = readCpu(corridor.child.pid);
@@ -206,11 +209,11 @@ export default async function run(ctx: BenchContext): Promise<BenchResult> {
     const ids = created.slice();
     const getOne = async (worker: number, i: number) => {
       const id = ids[(worker * 7919 + i) % ids.length]!;
-      const status = await hit(agent, base, `/v1/transfers/${id}`, auth);
+      const { status } = await connections[worker]!.request('GET', `/v1/transfers/${id}`, auth);
       if (status !== 200) throw new Error(`GET transfer: ${status}`);
     };
-    const healthOne = async () => {
-      const status = await hit(agent, base, '/health');
+    const healthOne = async (worker: number) => {
+      const { status } = await connections[worker]!.request('GET', '/health');
       if (status !== 200) throw new Error(`health: ${status}`);
     };
     await load(CONCURRENCY, 2, getOne);
@@ -235,7 +238,8 @@ export default async function run(ctx: BenchContext): Promise<BenchResult> {
 
     const markdown = [
       `One Corridor process (\`node src/main.ts\`, HTTPS with its self-signed certificate) on a scratch PostgreSQL database, driven by ` +
-        `${CONCURRENCY} closed-loop HTTPS clients for ${SECONDS} s per measure after a 2 s warm-up. A creation is \`POST /v1/quotes\` ` +
+        `${CONCURRENCY} closed-loop HTTPS clients (keep-alive connections that write each request in one piece, as wrk does: ` +
+        `\`BenchConnection\` in bench/lib.ts) for ${SECONDS} s per measure after a 2 s warm-up. A creation is \`POST /v1/quotes\` ` +
         `(USD ACH → EUR SEPA, bound to a saved fiat account) then \`POST /v1/transfers\` with a fresh Idempotency-Key; the sandbox engine ` +
         `prepares each created transfer on the job queue meanwhile. Reads are \`GET /v1/transfers/{id}\` over the transfers just created ` +
         `(API key authentication). References in the same run: \`pgbench -i\` then \`pgbench -N -T 10 -c 2\` on a scratch database of the same ` +
@@ -277,6 +281,7 @@ export default async function run(ctx: BenchContext): Promise<BenchResult> {
     ].join('\n');
     return { title: 'Quotes and transfers', markdown };
   } finally {
+    for (const close of closers) close();
     await agent.close();
     await corridor.close();
     await db.drop();
