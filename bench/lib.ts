@@ -116,13 +116,13 @@ export async function call(agent: Agent, baseUrl: string, method: string, urlPat
 }
 
 /**
- * The load generator's HTTPS connection: keep-alive HTTP/1.1, one request at a time, each request
- * written in one piece (as wrk writes it) and each response read whole by its Content-Length
- * (Corridor sends one on every JSON answer), unparsed: a timed read and its reference both
- * receive their bodies whole without parsing them, as wrk does. It accepts the self-signed sandbox certificate
- * (loopback only). undici, used before, cost the machine twice the client CPU (0.75 against 0.35 ms
- * per creation, 0.18 against 0.09 ms per GET /health, on 2026-11-25): on two vCPUs shared with the
- * server, that is capacity taken from the server being measured.
+ * The load generator's HTTPS connection, as wrk's: keep-alive HTTP/1.1, one request at a time,
+ * each request written in one piece and each response read whole by its Content-Length (Corridor
+ * sends one on every JSON answer), unparsed, so a timed read and its reference weigh alike on the
+ * client. It accepts the self-signed sandbox certificate (loopback only). undici, used before,
+ * cost the machine twice the client CPU (0.75 against 0.35 ms per creation, 0.18 against 0.09 ms
+ * per GET /health, on 2026-11-25): on two vCPUs shared with the server, capacity taken from the
+ * server being measured.
  */
 export class BenchConnection {
   readonly #host: string;
@@ -187,7 +187,8 @@ export class BenchConnection {
 
   /** Sends one request and answers its status and whole body (unparsed). */
   async request(method: string, urlPath: string, headers: Record<string, string> = {}, body?: string): Promise<{ status: number; body: Buffer }> {
-    const socket = await this.#connect();
+    if (this.#pending) throw new Error('a BenchConnection sends one request at a time');
+    const socket = this.#socket ?? (await this.#connect());
     let head = `${method} ${urlPath} HTTP/1.1\r\nhost: ${this.#host}:${this.#port}\r\n`;
     for (const [name, value] of Object.entries(headers)) head += `${name}: ${value}\r\n`;
     if (body !== undefined) head += `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n`;

@@ -141,7 +141,7 @@ export default async function run(ctx: BenchContext): Promise<BenchResult> {
   const db = await scratchDatabase(ctx.pgAdminUrl, 'transfers');
   const corridor = await startCorridor({ DATABASE_URL: db.url });
   const agent = insecureAgent(CONCURRENCY);
-  const closers: Array<() => void> = [];
+  const connections = benchConnections(corridor.baseUrl, CONCURRENCY);
   try {
     const base = corridor.baseUrl;
     const auth = { 'x-api-key': corridor.apiKey };
@@ -160,8 +160,6 @@ export default async function run(ctx: BenchContext): Promise<BenchResult> {
       relationship: 'THIRD_PARTY',
     });
     const created: string[] = [];
-    const connections = benchConnections(base, CONCURRENCY);
-    closers.push(() => connections.forEach((c) => c.close()));
     const { quoteOne, transferOne } = creationCalls(connections, corridor.apiKey, entity.id as string, account.id as string);
     const createOne = async (worker: number) => void created.push(await transferOne(worker, await quoteOne(worker)));
 
@@ -281,7 +279,7 @@ export default async function run(ctx: BenchContext): Promise<BenchResult> {
     ].join('\n');
     return { title: 'Quotes and transfers', markdown };
   } finally {
-    for (const close of closers) close();
+    for (const connection of connections) connection.close();
     await agent.close();
     await corridor.close();
     await db.drop();
