@@ -4,6 +4,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import pg from 'pg';
 import { startTestServer } from '../../test/helpers/server.ts';
+import { CREDENTIAL_MEMORY_MS } from './service.ts';
 import type { TestOrganization, TestServer } from '../../test/helpers/server.ts';
 
 let t: TestServer;
@@ -52,6 +53,9 @@ test('with the credential store unreachable, valid credentials get 500 auth_fail
   assert.equal((await t.request('GET', '/health')).status, 200);
 
   await cutDatabase();
+  // The API key was checked a moment ago, and a checked key is remembered that long
+  // (CREDENTIAL_MEMORY_MS); once it is forgotten, only the store can vouch for it.
+  await new Promise((r) => setTimeout(r, CREDENTIAL_MEMORY_MS + 50));
 
   for (const credentials of [{ apiKey: org.apiKey }, { token: org.token }]) {
     for (const url of ['/v1/users', '/v1/users/me', '/v1/api-keys']) {

@@ -73,7 +73,15 @@ export async function authRoutes(app: App, deps: { auth: AuthService; signup: 'o
 
   app.delete('/v1/api-keys/:id', {
     config: { auth: 'any', scope: 'keys:write' },
-    schema: { operationId: 'revokeApiKey', tags: ['API keys'], summary: 'Revoke an API key at once', params: IdParams, response: { 200: ApiKey, ...errorResponses({ 404: ['not_found'] }) } },
+    schema: {
+      operationId: 'revokeApiKey',
+      tags: ['API keys'],
+      summary: 'Revoke an API key',
+      description:
+        'The key is refused from the next request on by the Corridor process that revoked it, and within one second by every other process ' +
+        'serving the same database: each process remembers a key it has checked for that long, so that a client sending it with every request ' +
+        'does not cost a database read each time.',
+      params: IdParams, response: { 200: ApiKey, ...errorResponses({ 404: ['not_found'] }) } },
     handler: async (request) => deps.auth.revokeApiKey(principalOf(request).organizationId, request.params.id),
   });
 }

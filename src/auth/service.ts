@@ -14,7 +14,8 @@ import { SCOPES, scopesForRoles } from './permissions.ts';
 import type { Scope } from './permissions.ts';
 import { burnPasswordCheck, hashPassword, verifyPassword } from './passwords.ts';
 import { AuthRepository } from './repository.ts';
-import type { ApiKeyRow } from './repository.ts';
+import type { ApiKeyCredential, ApiKeyRow } from './repository.ts';
+import { RecentMemory } from '../platform/recent.ts';
 import { ACCESS_TOKEN_TTL_SECONDS, TokenIssuer } from './tokens.ts';
 import { ExternalIdentityProvider } from './external-idp.ts';
 import { newId } from '../platform/ids.ts';
@@ -52,6 +53,14 @@ const LOOKUP_LENGTH = 16;
 
 const sha256 = (value: string) => createHash('sha256').update(value).digest();
 
+/**
+ * How long a checked API key's row is kept: a client sends its key with every request, and
+ * reading the row for each was one of the few round trips a request makes. A revocation takes
+ * effect at once in the process that made it and within this long in every other process; a
+ * change of the organization's features likewise.
+ */
+export const CREDENTIAL_MEMORY_MS = 1000;
+
 function toApiKeyView(row: ApiKeyRow): ApiKeyView {
   return {
     id: row.id,
@@ -66,6 +75,7 @@ function toApiKeyView(row: ApiKeyRow): ApiKeyView {
 }
 
 export class AuthService {
+  readonly #recentKeys = new RecentMemory<ApiKeyCredential>({ capacity: 10_000, ttlMs: CREDENTIAL_MEMORY_MS });
   readonly #db: Kysely<any>;
   readonly #repo: AuthRepository;
   readonly #tokens: TokenIssuer;
@@ -93,6 +103,7 @@ export class AuthService {
     this.#organizations = deps.organizations;
     this.#env = deps.env;
     this.#keyPrefix = deps.env === 'production' ? 'sk_live_' : 'sk_sandbox_';
+    deps.organizations.onFeaturesChanged(() => this.#recentKeys.clear());
   }
 
   async init(): Promise<void> {
@@ -123,7 +134,12 @@ export class AuthService {
   async #authenticateApiKey(presented: string): Promise<Principal> {
     if (!presented.startsWith(this.#keyPrefix) || presented.length !== this.#keyPrefix.length + 64) throw UNAUTHORIZED();
     const lookupId = presented.slice(this.#keyPrefix.length, this.#keyPrefix.length + LOOKUP_LENGTH);
-    const row = await this.#repo.findApiKeyByLookup(lookupId);
+    let row = this.#recentKeys.get(lookupId);
+    if (!row) {
+      row = await this.#repo.findApiKeyByLookup(lookupId);
+      // Only keys that exist are kept: a key made a moment ago in another process works at once.
+      if (row) this.#recentKeys.set(lookupId, row);
+    }
     // Hash and compare even when no row matched, so timing does not reveal valid lookup ids.
     const expected = row?.secret_hash ?? sha256('corridor:no-such-key');
     const matches = timingSafeEqual(sha256(presented), Buffer.from(expected));
@@ -241,6 +257,7 @@ export class AuthService {
     if (!existing) throw new ApiError(404, 'not_found', 'API key not found');
     if (existing.revoked_at) return toApiKeyView(existing);
     const row = await this.#repo.revokeApiKey(organizationId, id);
+    this.#recentKeys.delete(existing.lookup_id);
     return toApiKeyView(row!);
   }
 

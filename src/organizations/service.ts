@@ -38,6 +38,7 @@ const toOrganization = (row: OrganizationRow): Organization => ({
 });
 
 export class OrganizationService {
+  readonly #featureListeners: Array<(organizationId: string) => void> = [];
   readonly #repo: OrganizationRepository;
   readonly #env: Environment;
 
@@ -70,14 +71,21 @@ export class OrganizationService {
     return toView(org);
   }
 
+  /** Called after an organization's features change (authentication forgets what it keeps of them). */
+  onFeaturesChanged(listener: (organizationId: string) => void): void {
+    this.#featureListeners.push(listener);
+  }
+
   /**
    * Replaces the organization's features. The only way to turn a feature on in production, where
-   * organizations start with none; read on every request, so it applies to the next one.
+   * organizations start with none; the next request of this process sees them, and every
+   * process within a second (API-key authentication keeps a credential that long).
    */
   async setFeatures(id: string, features: readonly Feature[]): Promise<OrganizationView> {
     // Stored once each, in FEATURES order, so the answer does not depend on how the list was written.
     const row = await this.#repo.updateFeatures(id, FEATURES.filter((f) => features.includes(f)));
     if (!row) throw notFound('Organization');
+    for (const listener of this.#featureListeners) listener(id);
     return toView(toOrganization(row));
   }
 

@@ -241,7 +241,8 @@ describe('permissions, feature and tenancy', () => {
   test('with the reports feature off, every report endpoint answers 403 feature_not_enabled', async () => {
     const off = await t.newOrganization('No reports');
     const created = await createReport(t, off.apiKey, activity({ to: '2026-05-01T01:00:00.000Z' }));
-    await sql`UPDATE organizations SET features = '{}' WHERE id = ${off.organizationId}`.execute(t.server.db.kysely);
+    // As an operator turns them off (PATCH /v1/ops/organizations/{id}): the next request sees it.
+    await t.server.services.organizations.setFeatures(off.organizationId, []);
     const calls = [
       ['POST', '/v1/reports/preview', activity()],
       ['POST', '/v1/reports', activity()],
