@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { Kysely, Transaction } from 'kysely';
+import type { Kysely, RawBuilder, Transaction } from 'kysely';
 import { lookupBatcher } from '../platform/batch.ts';
 import { statement } from '../platform/db/statement.ts';
 import type { WithDefaults } from '../platform/db/types.ts';
@@ -56,6 +56,11 @@ export class DestinationRepository {
   );
   constructor(db: Kysely<any>) {
     this.#db = db;
+  }
+
+  /** A guard's condition (platform/db/guard.ts): the organization's destination of this kind is still at this version. */
+  currentVersionCondition(refs: { kind: RawBuilder<unknown>; id: RawBuilder<unknown>; organizationId: RawBuilder<unknown>; version: RawBuilder<unknown> }): RawBuilder<boolean> {
+    return sql<boolean>`coalesce((select true from destinations guard_destination where guard_destination.id = ${refs.id} and guard_destination.organization_id = ${refs.organizationId} and guard_destination.kind = ${refs.kind} and guard_destination.version = ${refs.version} limit 1), false)`;
   }
 
   async insert(row: Pick<DestinationRow, 'id' | 'organization_id' | 'entity_id' | 'kind' | 'nickname'>, content: VersionContent): Promise<void> {

@@ -1,7 +1,8 @@
 // Saved destinations: fiat accounts and crypto wallets (SPEC.md "Saved destinations",
 // DECISIONS.md §3). Instructions live in immutable versions; an edit that changes them makes
 // version n+1 under the same id, so a transfer can keep the exact instructions it was created with.
-import type { Kysely } from 'kysely';
+import type { Kysely, RawBuilder } from 'kysely';
+import { RecentMemory } from '../platform/recent.ts';
 import type { Environment } from '../platform/config.ts';
 import { ApiError, notFound, unprocessable, validationError } from '../platform/http/errors.ts';
 import { decodeCursor, decodeKeyCursor, encodeKeyCursor, pageOf } from '../platform/http/pagination.ts';
@@ -134,6 +135,9 @@ export class DestinationService {
   readonly #entities: EntityService;
   readonly #rails: RailDirectory;
   readonly #schemas: RailSchemaRegistry;
+  // The current row of each destination read lately: what a quote and then its transfer read
+  // again moments later. Only ever used under a guard on its version (currentVersionCondition).
+  readonly #recent = new RecentMemory<CurrentRow>({ capacity: 10_000, ttlMs: 10 * 60_000 });
 
   constructor(deps: { db: Kysely<any>; entities: EntityService; rails: RailDirectory; env: Environment }) {
     this.#repo = new DestinationRepository(deps.db);
@@ -243,13 +247,37 @@ export class DestinationService {
       ref.version === undefined
         ? await this.#current(organizationId, ref.type, ref.id).then((row) => ({ destination: row, version: row }))
         : await this.#version(organizationId, ref.type, ref.id, ref.version);
-    const base = { type: ref.type, id: destination.id, version: version.version, relationship: version.relationship, entityId: destination.entity_id };
-    if (ref.type === 'FIAT_ACCOUNT') {
-      const f = fiatInstructions(version);
-      return structuredClone({ ...base, rail: { type: 'FIAT' as const, ...f.rail }, instructions: { details: f.details, beneficiary: f.beneficiary } });
-    }
-    const w = walletInstructions(version);
-    return structuredClone({ ...base, rail: { type: 'CRYPTO' as const, blockchain: w.blockchain, asset: w.asset }, instructions: { address: w.address, memo: w.memo, tag: w.tag } });
+    return snapshotOf(ref.type, destination, version);
+  }
+
+  /**
+   * The snapshot of the destination's current version as this process last read it, if it did
+   * lately: for a write that makes currentVersionCondition() its guard, never on its own.
+   */
+  recentSnapshot(organizationId: string, ref: { type: 'FIAT_ACCOUNT' | 'CRYPTO_WALLET'; id: string }): DestinationSnapshot | undefined {
+    const row = this.#recent.get(recentKey(organizationId, ref.type, ref.id));
+    return row && snapshotOf(ref.type, row, row);
+  }
+
+  /** The fiat account as this process last read it, if it did lately; under the same guard as recentSnapshot(). */
+  recentFiatAccount(organizationId: string, id: string): FiatAccount | undefined {
+    const row = this.#recent.get(recentKey(organizationId, 'FIAT_ACCOUNT', id));
+    return row && this.#toFiatAccount(row);
+  }
+
+  /** The crypto wallet as this process last read it, if it did lately; under the same guard as recentSnapshot(). */
+  recentCryptoWallet(organizationId: string, id: string): CryptoWallet | undefined {
+    const row = this.#recent.get(recentKey(organizationId, 'CRYPTO_WALLET', id));
+    return row && this.#toCryptoWallet(row);
+  }
+
+  /**
+   * A guard's condition (platform/db/guard.ts): the destination is the organization's, of this
+   * kind, and still at this version (a version's content never changes, so a snapshot of it read
+   * earlier is still the destination's).
+   */
+  currentVersionCondition(refs: { kind: RawBuilder<unknown>; id: RawBuilder<unknown>; organizationId: RawBuilder<unknown>; version: RawBuilder<unknown> }): RawBuilder<boolean> {
+    return this.#repo.currentVersionCondition(refs);
   }
 
   // --- shared machinery ------------------------------------------------------------------------
@@ -315,6 +343,7 @@ export class DestinationService {
   async #current(organizationId: string, kind: DestinationKind, id: string): Promise<CurrentRow> {
     const row = isUuid(id) ? await this.#repo.findCurrent(organizationId, kind, id) : undefined;
     if (!row) throw notFound(NOUN[kind]);
+    this.#recent.set(recentKey(organizationId, kind, id), row);
     return row;
   }
 
@@ -365,3 +394,16 @@ export class DestinationService {
     return { ...this.#stamp(row), ...walletInstructions(row) };
   }
 }
+
+/** A version's instructions as a transfer stores them. */
+function snapshotOf(type: 'FIAT_ACCOUNT' | 'CRYPTO_WALLET', destination: DestinationRow, version: Pick<VersionRow, 'version' | 'relationship' | 'rail' | 'instructions'>): DestinationSnapshot {
+  const base = { type, id: destination.id, version: version.version, relationship: version.relationship, entityId: destination.entity_id };
+  if (type === 'FIAT_ACCOUNT') {
+    const f = fiatInstructions(version);
+    return structuredClone({ ...base, rail: { type: 'FIAT' as const, ...f.rail }, instructions: { details: f.details, beneficiary: f.beneficiary } });
+  }
+  const w = walletInstructions(version);
+  return structuredClone({ ...base, rail: { type: 'CRYPTO' as const, blockchain: w.blockchain, asset: w.asset }, instructions: { address: w.address, memo: w.memo, tag: w.tag } });
+}
+
+const recentKey = (organizationId: string, kind: DestinationKind, id: string) => `${organizationId}/${kind}/${id}`;

@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { Kysely } from 'kysely';
+import type { Kysely, RawBuilder } from 'kysely';
 import { lookupBatcher } from '../platform/batch.ts';
 import { statement } from '../platform/db/statement.ts';
 import type { WithDefaults } from '../platform/db/types.ts';
@@ -47,6 +47,11 @@ export class EntityRepository {
   );
   constructor(db: Kysely<any>) {
     this.#db = db;
+  }
+
+  /** A guard's condition (platform/db/guard.ts): the entity is the organization's and ACTIVE. */
+  activeCondition(refs: { id: RawBuilder<unknown>; organizationId: RawBuilder<unknown> }): RawBuilder<boolean> {
+    return sql<boolean>`coalesce((select true from entities guard_entity where guard_entity.id = ${refs.id} and guard_entity.organization_id = ${refs.organizationId} and guard_entity.status = 'ACTIVE' limit 1), false)`;
   }
 
   async insert(row: Pick<EntityRow, 'id' | 'organization_id' | 'type' | 'status' | 'status_reason' | 'country' | 'profile'>): Promise<EntityRow> {

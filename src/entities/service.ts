@@ -1,6 +1,6 @@
 // Entities: the people and businesses an organization moves money for (DECISIONS.md §3).
 // An entity must be onboarded (ACTIVE) before it can be quoted or paid for.
-import type { Kysely } from 'kysely';
+import type { Kysely, RawBuilder } from 'kysely';
 import iso3166 from 'iso-3166-1';
 import type { Environment } from '../platform/config.ts';
 import { ApiError, notFound, unprocessable, validationError } from '../platform/http/errors.ts';
@@ -104,6 +104,14 @@ export class EntityService {
   }
 
   /** The entity if it may be quoted and paid for; 404 when unknown, 422 entity_not_onboarded when not ACTIVE. */
+  /**
+   * requireActive() as a condition of someone else's write, for a request that trusts it without
+   * reading the entity (platform/db/guard.ts); `refs` name the write's columns.
+   */
+  activeCondition(refs: { id: RawBuilder<unknown>; organizationId: RawBuilder<unknown> }): RawBuilder<boolean> {
+    return this.#repo.activeCondition(refs);
+  }
+
   async requireActive(organizationId: string, id: string): Promise<Entity> {
     const entity = await this.get(organizationId, id);
     if (entity.status !== 'ACTIVE') {

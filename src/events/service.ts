@@ -2,7 +2,8 @@
 // the change itself, so an event exists exactly when its change committed (transactional outbox).
 // Subscribers (webhook fan-out) run inside that same transaction, so whatever they write (delivery
 // rows, queued jobs) commits or rolls back together with the event.
-import type { Kysely, Transaction } from 'kysely';
+import { sql } from 'kysely';
+import type { Kysely, RawBuilder, Transaction } from 'kysely';
 import type { StatementPart } from '../platform/db/recordset.ts';
 import { ApiError, notFound } from '../platform/http/errors.ts';
 import { iso } from '../platform/time.ts';
@@ -47,6 +48,9 @@ export type EventSubscriber = (trx: Transaction<any>, event: RecordedEvent) => P
  */
 export type SubscriberInterest = (events: Array<Pick<NewEvent, 'organizationId' | 'type'>>) => Promise<boolean>;
 
+/** SubscriberInterest's "no" as SQL: true when the subscriber wants no event of the type `refs.type` from the organization `refs.organizationId`. */
+export type UnwantedCondition = (refs: { organizationId: RawBuilder<unknown>; type: RawBuilder<unknown> }) => RawBuilder<boolean>;
+
 // What an event may carry (DECISIONS.md §7). Anything else a producer passes, such as a provider's
 // raw payload or credentials, is dropped here, before it can be stored, listed or delivered.
 const DATA_FIELDS = ['transferId', 'status', 'previousStatus', 'blockingParty', 'version'] as const;
@@ -83,7 +87,7 @@ const toRecordedEvent = (row: EventRow): RecordedEvent => ({
 
 export class EventService {
   readonly #repo: EventRepository;
-  readonly #subscribers: Array<{ run: EventSubscriber; wants: SubscriberInterest | null }> = [];
+  readonly #subscribers: Array<{ run: EventSubscriber; wants: SubscriberInterest | null; unwanted: UnwantedCondition | null }> = [];
 
   constructor(db: Kysely<any>) {
     this.#repo = new EventRepository(db);
@@ -91,10 +95,25 @@ export class EventService {
 
   /**
    * Runs the subscriber inside every recording transaction, after the event row is written.
-   * `wants`, when given, tells beforehand whether it has anything to do (see SubscriberInterest).
+   * `wants`, when given, tells beforehand whether it has anything to do (see SubscriberInterest);
+   * `unwanted`, as a condition of a write, that it has nothing to do (see UnwantedCondition).
    */
-  subscribe(subscriber: EventSubscriber, wants?: SubscriberInterest): void {
-    this.#subscribers.push({ run: subscriber, wants: wants ?? null });
+  subscribe(subscriber: EventSubscriber, wants?: SubscriberInterest, unwanted?: UnwantedCondition): void {
+    this.#subscribers.push({ run: subscriber, wants: wants ?? null, unwanted: unwanted ?? null });
+  }
+
+  /**
+   * needSubscribers() answering no, as a guard's condition (platform/db/guard.ts) on the write
+   * that records an event of this type for this organization with insertPart(); null when some
+   * subscriber cannot say it as a condition (then ask needSubscribers()).
+   */
+  unsubscribedCondition(refs: { organizationId: RawBuilder<unknown>; type: RawBuilder<unknown> }): RawBuilder<boolean> | null {
+    const conditions: Array<RawBuilder<boolean>> = [];
+    for (const subscriber of this.#subscribers) {
+      if (!subscriber.unwanted) return null;
+      conditions.push(subscriber.unwanted(refs));
+    }
+    return conditions.length ? sql<boolean>`(${sql.join(conditions, sql` and `)})` : sql<boolean>`true`;
   }
 
   /**

@@ -1,9 +1,10 @@
 import { sql } from 'kysely';
-import type { Kysely, Transaction } from 'kysely';
+import type { Kysely, RawBuilder, Transaction } from 'kysely';
 import type { WithDefaults } from '../platform/db/types.ts';
 import { Batcher, lookupBatcher } from '../platform/batch.ts';
-import { encodeRows, insertRows, recordset } from '../platform/db/recordset.ts';
+import { encodeRows, recordset } from '../platform/db/recordset.ts';
 import { statement } from '../platform/db/statement.ts';
+import { GUARDED_PLANNED_RUNS, unless } from '../platform/db/guard.ts';
 
 export type OptionStatus = 'OPEN' | 'USED' | 'EXPIRED';
 export type DestinationType = 'FIAT_ACCOUNT' | 'CRYPTO_WALLET';
@@ -65,7 +66,7 @@ type OptionKey = { organizationId: string; optionId: string };
 
 /** An option as the quote engine makes it; the rest of its row is the quote's or the database's. */
 export type NewOption = Omit<QuoteOptionRow, 'created_at' | 'status' | 'expires_at' | 'quote_id' | 'organization_id'>;
-type NewQuote = { quote: Omit<QuoteRow, 'created_at'>; options: NewOption[]; ttlSeconds: number };
+type NewQuote = { quote: Omit<QuoteRow, 'created_at'>; options: NewOption[]; ttlSeconds: number; guarded: boolean };
 
 const QUOTE_COLUMNS = {
   id: 'uuid',
@@ -100,21 +101,43 @@ const OPTION_COLUMNS = {
 } as const;
 const OPTION_NAMES = Object.keys(OPTION_COLUMNS).join(', ');
 const OPTION_INPUT = { ...OPTION_COLUMNS, ttl_seconds: 'integer' } as const;
+const QUOTE_NAMES = Object.keys(QUOTE_COLUMNS).join(', ');
+/** A quote as the insert reads it: its columns, and whether its guard applies (QuoteGuard). */
+const QUOTE_INPUT = { ...QUOTE_COLUMNS, guarded: 'boolean' } as const;
+
+/**
+ * What a quote made from facts this process read earlier must still find true when it is
+ * written (platform/db/guard.ts), as a condition on the quote's row (`q`, QUOTE_INPUT).
+ */
+export type QuoteGuard = (q: { organizationId: RawBuilder<unknown>; entityId: RawBuilder<unknown>; destinationType: RawBuilder<unknown>; destinationId: RawBuilder<unknown>; destinationVersion: RawBuilder<unknown> }) => RawBuilder<boolean>;
 
 // now() is the statement's start: the same instant for every quote and option it writes.
-const INSERT_QUOTES = statement<{ quotes: string; options: string }, { created_at: Date }>(
+const insertQuotes = (guard: QuoteGuard) => statement<{ quotes: string; options: string }, { created_at: Date }>(
   (v) => sql`
-    with new_quotes as (${insertRows('quotes', v.quotes, QUOTE_COLUMNS)}),
+    with new_quotes as (
+           insert into quotes (${sql.raw(QUOTE_NAMES)})
+           select ${sql.raw(QUOTE_NAMES)} from ${recordset(v.quotes, QUOTE_INPUT, 'r')}
+            where not r.guarded or ${guard({
+              organizationId: sql.ref('r.organization_id'),
+              entityId: sql.ref('r.entity_id'),
+              destinationType: sql.ref('r.destination_type'),
+              destinationId: sql.ref('r.destination_id'),
+              destinationVersion: sql.ref('r.destination_version'),
+            })}
+         ),
          new_options as (
            insert into quote_options (${sql.raw(OPTION_NAMES)}, expires_at)
            select ${sql.raw(OPTION_NAMES)}, now() + make_interval(secs => r.ttl_seconds) from ${recordset(v.options, OPTION_INPUT, 'r')}
          )
     select now()::timestamptz(3) as created_at`,
+  // The guard's lookups must become index scans as the tables grow from nothing (platform/db/guard.ts).
+  { planFirstRuns: GUARDED_PLANNED_RUNS },
 );
 
 export class QuoteRepository {
   readonly #db: Kysely<Tables>;
   readonly #inserts = new Batcher<NewQuote, Date>((batch) => this.#insertMany(batch));
+  readonly #insertStatement: ReturnType<typeof insertQuotes>;
   // Every transfer creation reads its option; concurrent reads outside a transaction share a statement.
   readonly #optionsStatement = statement<{ ids: string[]; organizations: string[] }, OptionWithQuoteRow>((v) =>
     this.#optionQuery(this.#db).where(sql<boolean>`o.id = any(${v.ids}::uuid[]) and (o.id, o.organization_id) in (select * from unnest(${v.ids}::uuid[], ${v.organizations}::uuid[]))`),
@@ -124,8 +147,15 @@ export class QuoteRepository {
     (k) => `${k.organizationId}/${k.optionId}`,
     (row) => `${row.organization_id}/${row.id}`,
   );
-  constructor(db: Kysely<any>) {
+  /** `guard` is what a guarded quote must find true (QuoteGuard); an unguarded one is written as it is. Without one, no guarded quote is written. */
+  constructor(db: Kysely<any>, guard: QuoteGuard = () => unless(sql<boolean>`false`, 'no guard')) {
     this.#db = db;
+    this.#insertStatement = insertQuotes(guard);
+  }
+
+  /** A guard's condition (platform/db/guard.ts): the organization's option is still OPEN and unexpired, by the database clock. */
+  openOptionCondition(refs: { id: RawBuilder<unknown>; organizationId: RawBuilder<unknown> }): RawBuilder<boolean> {
+    return sql<boolean>`coalesce((select true from quote_options guard_option where guard_option.id = ${refs.id} and guard_option.organization_id = ${refs.organizationId} and guard_option.status = 'OPEN' and guard_option.expires_at > now() limit 1), false)`;
   }
 
   /**
@@ -133,8 +163,13 @@ export class QuoteRepository {
    * and commit); created_at comes from the database clock, the same instant for the quote and its
    * options. Quotes made at the same time are stored by one statement.
    */
-  async insert(quote: Omit<QuoteRow, 'created_at'>, options: NewOption[], ttlSeconds: number): Promise<{ quote: QuoteRow; options: QuoteOptionRow[] }> {
-    const createdAt = await this.#inserts.submit({ quote, options, ttlSeconds });
+  /**
+   * Writes the quote and its options (with concurrent quotes, in one statement). A `guarded`
+   * quote is written only if the guard still holds; otherwise nothing is, and the error says so
+   * (isGuardRefusal).
+   */
+  async insert(quote: Omit<QuoteRow, 'created_at'>, options: NewOption[], ttlSeconds: number, guarded = false): Promise<{ quote: QuoteRow; options: QuoteOptionRow[] }> {
+    const createdAt = await this.#inserts.submit({ quote, options, ttlSeconds, guarded });
     return {
       quote: { ...quote, created_at: createdAt },
       options: options
@@ -144,9 +179,9 @@ export class QuoteRepository {
   }
 
   async #insertMany(batch: NewQuote[]): Promise<Date[]> {
-    const quotes = batch.map((b) => b.quote);
+    const quotes = batch.map((b) => ({ ...b.quote, guarded: b.guarded }));
     const options = batch.flatMap((b) => b.options.map((o) => ({ ...o, quote_id: b.quote.id, organization_id: b.quote.organization_id, ttl_seconds: b.ttlSeconds })));
-    const [row] = await INSERT_QUOTES.run(this.#db, { quotes: encodeRows(quotes, QUOTE_COLUMNS), options: encodeRows(options, OPTION_INPUT) });
+    const [row] = await this.#insertStatement.run(this.#db, { quotes: encodeRows(quotes, QUOTE_INPUT), options: encodeRows(options, OPTION_INPUT) });
     return batch.map(() => row!.created_at);
   }
 

@@ -1,7 +1,10 @@
 // Quotes: search the provider network for execution paths between two rails, price each one
 // exactly, keep the best few as options that expire, and hand one to the transfer engine.
-import type { Kysely, Transaction } from 'kysely';
-import { notFound, unprocessable, validationError } from '../platform/http/errors.ts';
+import { sql } from 'kysely';
+import type { Kysely, RawBuilder, Transaction } from 'kysely';
+import { isGuardRefusal, unless } from '../platform/db/guard.ts';
+import { RecentMemory } from '../platform/recent.ts';
+import { ApiError, notFound, unprocessable, validationError } from '../platform/http/errors.ts';
 import { MoneyError, fromMinor, parseClientAmount, toMinor } from '../platform/money.ts';
 import { iso } from '../platform/time.ts';
 import { ProviderError, railAsset, railKey } from '../providers/adapter.ts';
@@ -114,12 +117,19 @@ export interface RailDirectory {
   hasFiatRail(rail: { country: string; currency: string; method: string }): boolean;
   hasCryptoRail(rail: { blockchain: string; asset: string }): boolean;
 }
+type Refs<K extends string> = Record<K, RawBuilder<unknown>>;
+type FiatAccountFacts = { id: string; entityId: string; version: number; rail: { country: string; currency: string; method: string } };
+type CryptoWalletFacts = { id: string; entityId: string; version: number; blockchain: string; asset: string };
 export interface EntityGate {
   requireActive(organizationId: string, id: string): Promise<unknown>;
+  activeCondition(refs: Refs<'id' | 'organizationId'>): RawBuilder<boolean>;
 }
 export interface DestinationLookup {
-  getFiatAccount(organizationId: string, id: string): Promise<{ id: string; entityId: string; version: number; rail: { country: string; currency: string; method: string } }>;
-  getCryptoWallet(organizationId: string, id: string): Promise<{ id: string; entityId: string; version: number; blockchain: string; asset: string }>;
+  getFiatAccount(organizationId: string, id: string): Promise<FiatAccountFacts>;
+  getCryptoWallet(organizationId: string, id: string): Promise<CryptoWalletFacts>;
+  recentFiatAccount(organizationId: string, id: string): FiatAccountFacts | undefined;
+  recentCryptoWallet(organizationId: string, id: string): CryptoWalletFacts | undefined;
+  currentVersionCondition(refs: Refs<'kind' | 'id' | 'organizationId' | 'version'>): RawBuilder<boolean>;
 }
 
 /**
@@ -156,9 +166,19 @@ export class QuoteService {
   readonly #destinations: DestinationLookup;
   readonly #ttlSeconds: number;
   #usage: OptionUsage | null = null;
+  // The options this process made, until they expire: the transfer that takes one, moments later,
+  // reads nothing to know it (it guards the write with openOptionCondition instead).
+  readonly #recentOptions = new RecentMemory<QuoteOptionForTransfer>({ capacity: 50_000, ttlMs: 60_000 });
 
   constructor(options: QuoteServiceOptions) {
-    this.#repo = new QuoteRepository(options.db);
+    // A quote made from what this process read lately (#recentBinding) is written only if the
+    // entity is still ACTIVE and the destination still at the version it was bound to.
+    this.#repo = new QuoteRepository(
+      options.db,
+      (q) =>
+        sql<boolean>`${unless(options.entities.activeCondition({ id: q.entityId, organizationId: q.organizationId }), 'entity not active')}
+          and (${q.destinationId} is null or ${unless(options.destinations.currentVersionCondition({ kind: q.destinationType, id: q.destinationId, organizationId: q.organizationId, version: q.destinationVersion }), 'destination changed')})`,
+    );
     this.#providers = options.providers;
     this.#rails = options.rails;
     this.#entities = options.entities;
@@ -184,11 +204,42 @@ export class QuoteService {
     }
     const fixedAsset = railAsset(fixedSide === 'FROM' ? from : to);
     const amount = parseAmount(request.amount, fixedAsset);
+    const priced = { organizationId, request, fixedSide, from, to, fixedAsset, amount };
 
+    // What this process read of the entity and destination lately is trusted under a guard: the
+    // insert checks it again. Anything else (nothing read lately, a check or the guard failing)
+    // reads them afresh, and answers as it always did.
+    const recent = this.#recentBinding(organizationId, request, to);
+    if (recent !== undefined) {
+      try {
+        return await this.#store(priced, recent, await this.#search(from, to, fixedSide, amount), true);
+      } catch (err) {
+        if (!isGuardRefusal(err) && !(err instanceof ApiError)) throw err;
+      }
+    }
     const [, destination] = await allInOrder([this.#entities.requireActive(organizationId, request.entityId), this.#bindDestination(organizationId, request, to)] as const);
+    return this.#store(priced, destination, await this.#search(from, to, fixedSide, amount), false);
+  }
 
-    const { options, advisories } = await this.#search(from, to, fixedSide, amount);
+  /** The option as its quote made it, if this process made it and it has not expired (and is the organization's). */
+  recentOption(organizationId: string, optionId: string): QuoteOptionForTransfer | undefined {
+    const option = this.#recentOptions.get(optionId);
+    return option?.organizationId === organizationId ? option : undefined;
+  }
 
+  /** A guard's condition (platform/db/guard.ts): the organization's option is still OPEN and unexpired. */
+  openOptionCondition(refs: Refs<'id' | 'organizationId'>): RawBuilder<boolean> {
+    return this.#repo.openOptionCondition(refs);
+  }
+
+  async #store(
+    priced: { organizationId: string; request: QuoteRequest; fixedSide: FixedSide; from: Rail; to: Rail; fixedAsset: string; amount: bigint },
+    destination: QuoteDestination | null,
+    searched: { options: PricedPath[]; advisories: Advisory[] },
+    guarded: boolean,
+  ): Promise<QuoteView> {
+    const { organizationId, request, fixedSide, from, to, fixedAsset, amount } = priced;
+    const { options, advisories } = searched;
     const quoteId = newId();
     const stored = await this.#repo.insert(
       {
@@ -220,7 +271,11 @@ export class QuoteService {
         legs: o.legs.map(storedLeg),
       })),
       this.#ttlSeconds,
+      guarded,
     );
+    for (const option of stored.options) {
+      this.#recentOptions.set(option.id, toOptionForTransfer({ ...stored.quote, ...option, effective_status: 'OPEN' }), { until: option.expires_at.getTime() });
+    }
     return toQuoteView(stored.quote, stored.options);
   }
 
@@ -245,22 +300,34 @@ export class QuoteService {
     return this.#repo.expireDue();
   }
 
+  /**
+   * The destination binding from what this process read of it lately, checked as
+   * #bindDestination checks it: null when the quote names none, undefined when it must be read
+   * (not read lately, or a check failed: the read answers with the current facts).
+   */
+  #recentBinding(organizationId: string, request: QuoteRequest, to: Rail): QuoteDestination | null | undefined {
+    const fiatId = request.destinationFiatAccountId;
+    const walletId = request.destinationCryptoWalletId;
+    if (!fiatId && !walletId) return null;
+    try {
+      if (fiatId) {
+        const account = this.#destinations.recentFiatAccount(organizationId, fiatId);
+        return account && bindFiatAccount(account, request, to);
+      }
+      const wallet = this.#destinations.recentCryptoWallet(organizationId, walletId!);
+      return wallet && bindCryptoWallet(wallet, request, to);
+    } catch (err) {
+      if (err instanceof ApiError) return undefined;
+      throw err;
+    }
+  }
+
   async #bindDestination(organizationId: string, request: QuoteRequest, to: Rail): Promise<QuoteDestination | null> {
     const fiatId = request.destinationFiatAccountId;
     const walletId = request.destinationCryptoWalletId;
     if (!fiatId && !walletId) return null;
-    if (fiatId) {
-      const account = await this.#destinations.getFiatAccount(organizationId, fiatId);
-      if (account.entityId !== request.entityId) throw mismatch(`Fiat account ${account.id} belongs to another entity`);
-      const rail: Rail = { type: 'FIAT', country: account.rail.country, currency: account.rail.currency, method: account.rail.method as FiatMethod };
-      if (railKey(rail) !== railKey(to)) throw mismatch(`Fiat account ${account.id} is on ${describeRail(rail)}, not on the quote's \`to\` rail ${describeRail(to)}`);
-      return { type: 'FIAT_ACCOUNT', id: account.id, version: account.version };
-    }
-    const wallet = await this.#destinations.getCryptoWallet(organizationId, walletId!);
-    if (wallet.entityId !== request.entityId) throw mismatch(`Crypto wallet ${wallet.id} belongs to another entity`);
-    const rail: Rail = { type: 'CRYPTO', blockchain: wallet.blockchain, asset: wallet.asset };
-    if (railKey(rail) !== railKey(to)) throw mismatch(`Crypto wallet ${wallet.id} is on ${describeRail(rail)}, not on the quote's \`to\` rail ${describeRail(to)}`);
-    return { type: 'CRYPTO_WALLET', id: wallet.id, version: wallet.version };
+    if (fiatId) return bindFiatAccount(await this.#destinations.getFiatAccount(organizationId, fiatId), request, to);
+    return bindCryptoWallet(await this.#destinations.getCryptoWallet(organizationId, walletId!), request, to);
   }
 
   async #search(from: Rail, to: Rail, fixedSide: FixedSide, amount: bigint): Promise<{ options: PricedPath[]; advisories: Advisory[] }> {
@@ -341,6 +408,22 @@ function parseAmount(amount: string, asset: string): bigint {
 }
 
 const mismatch = (message: string) => unprocessable('destination_mismatch', message);
+
+/** The quote's binding to a fiat account: 422 destination_mismatch unless it is the entity's and on the `to` rail. */
+function bindFiatAccount(account: FiatAccountFacts, request: QuoteRequest, to: Rail): QuoteDestination {
+  if (account.entityId !== request.entityId) throw mismatch(`Fiat account ${account.id} belongs to another entity`);
+  const rail: Rail = { type: 'FIAT', country: account.rail.country, currency: account.rail.currency, method: account.rail.method as FiatMethod };
+  if (railKey(rail) !== railKey(to)) throw mismatch(`Fiat account ${account.id} is on ${describeRail(rail)}, not on the quote's \`to\` rail ${describeRail(to)}`);
+  return { type: 'FIAT_ACCOUNT', id: account.id, version: account.version };
+}
+
+/** The quote's binding to a crypto wallet, checked as bindFiatAccount checks a fiat account. */
+function bindCryptoWallet(wallet: CryptoWalletFacts, request: QuoteRequest, to: Rail): QuoteDestination {
+  if (wallet.entityId !== request.entityId) throw mismatch(`Crypto wallet ${wallet.id} belongs to another entity`);
+  const rail: Rail = { type: 'CRYPTO', blockchain: wallet.blockchain, asset: wallet.asset };
+  if (railKey(rail) !== railKey(to)) throw mismatch(`Crypto wallet ${wallet.id} is on ${describeRail(rail)}, not on the quote's \`to\` rail ${describeRail(to)}`);
+  return { type: 'CRYPTO_WALLET', id: wallet.id, version: wallet.version };
+}
 
 /** Cheapest delivered first: most received (FROM) or least sent (TO), then the faster, then fewer legs. */
 function compareOptions(a: PricedPath, b: PricedPath, fixedSide: FixedSide): number {

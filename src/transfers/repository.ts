@@ -1,11 +1,12 @@
 // SQL of transfers, their legs and their timeline. Every customer-facing read filters by
 // organization_id; the engine's own reads (jobs, ops) go by id alone.
 import { CompiledQuery, sql } from 'kysely';
-import type { Kysely, Transaction } from 'kysely';
+import type { Kysely, RawBuilder, Transaction } from 'kysely';
 import type { WithDefaults } from '../platform/db/types.ts';
 import { JsonText, encodeRows, insertRows, recordset } from '../platform/db/recordset.ts';
 import type { StatementPart } from '../platform/db/recordset.ts';
 import { statement } from '../platform/db/statement.ts';
+import { GUARDED_PLANNED_RUNS } from '../platform/db/guard.ts';
 import type { Statement } from '../platform/db/statement.ts';
 import { lookupBatcher } from '../platform/batch.ts';
 import type { Cursor } from '../platform/http/pagination.ts';
@@ -121,6 +122,20 @@ export interface NewCreation {
   legs: NewLeg[];
   first: NewTimelineRow;
   createdAt: Date;
+  /** Made from facts read earlier, which the statement checks again (CreationGuard). */
+  guarded: boolean;
+}
+
+/** The columns of a transfer being created that a guard's condition reads. */
+export type CreationRefs = Record<'organizationId' | 'entityId' | 'quoteOptionId' | 'destinationType' | 'destinationId' | 'destinationVersion', RawBuilder<unknown>>;
+
+/**
+ * What a guarded creation must still find true when it is written (platform/db/guard.ts). `name`
+ * tells guards apart: the statement is built once per guard and set of parts.
+ */
+export interface CreationGuard {
+  name: string;
+  condition: (transfer: CreationRefs) => RawBuilder<boolean>;
 }
 
 // The columns a creation writes (version, funds_received_at, reviewed_at and sequence are the database's defaults).
@@ -194,6 +209,8 @@ const ITEM_COLUMNS = {
   occurred_at: 'timestamptz',
 } as const;
 const TRANSFER_NAMES = Object.keys(TRANSFER_COLUMNS).join(', ');
+/** A transfer as the creation statement reads it: its columns, and whether its guard applies. */
+const TRANSFER_INPUT = { ...TRANSFER_COLUMNS, guarded: 'boolean' } as const;
 
 // What a change writes of a leg and of a transfer (writeChanges).
 const LEG_CHANGE_COLUMNS = {
@@ -335,33 +352,47 @@ export class TransferRepository {
    * transaction, like SET LOCAL lock_timeout); options are inserted in id order, so two batches
    * never wait on each other in a circle.
    */
-  async insertMany(db: Kysely<any> | Transaction<any>, creations: NewCreation[], options: { lockWaitMs: number; alongside: StatementPart[] }): Promise<void> {
+  async insertMany(db: Kysely<any> | Transaction<any>, creations: NewCreation[], options: { lockWaitMs: number; alongside: StatementPart[]; guard: CreationGuard }): Promise<void> {
     if (!creations.length) return;
     // The view is JSON this process made: sent as the document it is, not escaped into a string.
-    const transfers = creations.map((c) => ({ ...c.transfer, api_view: c.transfer.api_view === null ? null : new JsonText(c.transfer.api_view), created_at: c.createdAt, updated_at: c.createdAt }));
+    const transfers = creations.map((c) => ({
+      ...c.transfer,
+      api_view: c.transfer.api_view === null ? null : new JsonText(c.transfer.api_view),
+      created_at: c.createdAt,
+      updated_at: c.createdAt,
+      guarded: c.guarded,
+    }));
     const legs = creations.flatMap((c) => c.legs.map((l) => ({ ...l, created_at: c.createdAt, updated_at: c.createdAt })));
     const items = creations.map((c) => ({ ...c.first, occurred_at: c.createdAt }));
     const values: Record<string, unknown> = {
-      transfers: encodeRows(transfers, TRANSFER_COLUMNS),
+      transfers: encodeRows(transfers, TRANSFER_INPUT),
       legs: encodeRows(legs, LEG_COLUMNS),
       items: encodeRows(items, ITEM_COLUMNS),
       lockTimeout: String(Math.max(1, Math.floor(options.lockWaitMs))),
     };
     options.alongside.forEach((part, i) => (values[`part${i}`] = part.rows));
-    await this.#creationStatement(options.alongside).run(db, values);
+    await this.#creationStatement(options.guard, options.alongside).run(db, values);
   }
 
-  /** The creation statement with these parts beside it, built once per set of part names. */
-  #creationStatement(parts: StatementPart[]): Statement<Record<string, unknown>, unknown> {
-    const shape = parts.map((p) => p.name).join(',');
+  /** The creation statement with this guard and these parts beside it, built once per guard and set of part names. */
+  #creationStatement(guard: CreationGuard, parts: StatementPart[]): Statement<Record<string, unknown>, unknown> {
+    const shape = [guard.name, ...parts.map((p) => p.name)].join(',');
     let built = this.#creationStatements.get(shape);
     if (!built) {
       // The main query reads new_transfers, which reads input: the lock bound is set before any
       // insert can wait. The other parts run after, in the order written.
       built = statement((v) => sql`
         with input as (
-               select * from ${recordset(v.transfers, TRANSFER_COLUMNS, 'r')}
+               select * from ${recordset(v.transfers, TRANSFER_INPUT, 'r')}
                where set_config('lock_timeout', ${v.lockTimeout}, true) is not null
+                 and (not r.guarded or ${guard.condition({
+                   organizationId: sql.ref('r.organization_id'),
+                   entityId: sql.ref('r.entity_id'),
+                   quoteOptionId: sql.ref('r.quote_option_id'),
+                   destinationType: sql.ref('r.destination_type'),
+                   destinationId: sql.ref('r.destination_id'),
+                   destinationVersion: sql.ref('r.destination_version'),
+                 })})
              ),
              new_transfers as (
                insert into transfers (${sql.raw(TRANSFER_NAMES)})
@@ -371,7 +402,10 @@ export class TransferRepository {
              new_legs as (${insertRows('transfer_legs', v.legs, LEG_COLUMNS)}),
              new_items as (${insertRows('transfer_events', v.items, ITEM_COLUMNS)})
              ${sql.join(parts.map((part, i) => sql`, ${sql.raw(`part_${i}`)} as (${part.sql(v[`part${i}`])})`), sql``)}
-        select count(*) from new_transfers`);
+        select count(*) from new_transfers`,
+        // The guard's lookups must become index scans as the tables grow from nothing (platform/db/guard.ts).
+        { planFirstRuns: GUARDED_PLANNED_RUNS },
+      );
       this.#creationStatements.set(shape, built);
     }
     return built;

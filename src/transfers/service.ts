@@ -2,7 +2,10 @@
 // change goes through transition() (status) or changeLeg() (legs), which validate the move
 // against the one state machine, append the timeline, post the ledger, raise the version and
 // write the outbox event, all inside the caller's transaction.
-import type { Kysely, Transaction } from 'kysely';
+import { sql } from 'kysely';
+import type { Kysely, RawBuilder, Transaction } from 'kysely';
+import { isGuardRefusal, unless } from '../platform/db/guard.ts';
+import { RecentMemory } from '../platform/recent.ts';
 import type { Environment } from '../platform/config.ts';
 import { ApiError, notFound } from '../platform/http/errors.ts';
 import { decodeCursor, pageOf } from '../platform/http/pagination.ts';
@@ -20,7 +23,7 @@ import type { QuoteOptionForTransfer } from '../quotes/service.ts';
 import type { DestinationSnapshot } from '../destinations/service.ts';
 import type { Actor, FundableTransfer, FundingService } from '../funding/service.ts';
 import { TransferRepository, isOptionTaken } from './repository.ts';
-import type { LegPatch, LegRow, NewCreation, NewLeg, NewTimelineRow, SandboxOutcome, TimelineRow, TransferDetailRow, TransferFilter, TransferRow } from './repository.ts';
+import type { CreationGuard, CreationRefs, LegPatch, LegRow, NewCreation, NewLeg, NewTimelineRow, SandboxOutcome, TimelineRow, TransferDetailRow, TransferFilter, TransferRow } from './repository.ts';
 import type { CreateTransferBody, OpsTransferListQuery, Transfer, TransferListQuery, TransferSummary } from './schemas.ts';
 import { CANCELABLE, LEG_MOVES, blockingPartyOf, firstStage, isLegTerminal, isTerminal, refuseMove } from './state-machine.ts';
 import type { TransferStatus } from './state-machine.ts';
@@ -65,18 +68,30 @@ interface Creation {
 
 export type QuoteOption = QuoteOptionForTransfer;
 
+type Refs<K extends string> = Record<K, RawBuilder<unknown>>;
+type DestinationRef = { type: 'FIAT_ACCOUNT' | 'CRYPTO_WALLET'; id: string };
+
+// Each neighbour answers a read, and says the same as a guard's condition (platform/db/guard.ts)
+// for a creation made from what this process read lately (TransferService.create).
 export interface QuotesPort {
   getOptionForTransfer(organizationId: string, optionId: string, db?: Kysely<any> | Transaction<any>): Promise<QuoteOption>;
+  recentOption(organizationId: string, optionId: string): QuoteOption | undefined;
+  openOptionCondition(refs: Refs<'id' | 'organizationId'>): RawBuilder<boolean>;
 }
 
 export interface EntitiesPort {
   get(organizationId: string, id: string): Promise<unknown>;
   requireActive(organizationId: string, id: string): Promise<unknown>;
+  activeCondition(refs: Refs<'id' | 'organizationId'>): RawBuilder<boolean>;
 }
 
 export interface DestinationsPort {
-  snapshot(organizationId: string, ref: { type: 'FIAT_ACCOUNT' | 'CRYPTO_WALLET'; id: string }): Promise<DestinationSnapshot>;
+  snapshot(organizationId: string, ref: DestinationRef): Promise<DestinationSnapshot>;
+  recentSnapshot(organizationId: string, ref: DestinationRef): DestinationSnapshot | undefined;
+  currentVersionCondition(refs: Refs<'kind' | 'id' | 'organizationId' | 'version'>): RawBuilder<boolean>;
 }
+
+type EventsPort = Pick<EventService, 'record' | 'recordMany' | 'needSubscribers' | 'insertPart' | 'unsubscribedCondition'>;
 
 export type FundingPort = Pick<FundingService, 'activeInstructions' | 'closeActiveSession'>;
 
@@ -109,7 +124,7 @@ export interface TransferServiceOptions {
   quotes: QuotesPort;
   entities: EntitiesPort;
   destinations: DestinationsPort | null;
-  events: Pick<EventService, 'record' | 'recordMany' | 'needSubscribers' | 'insertPart'>;
+  events: EventsPort;
   ledger: LedgerService;
   idempotency: IdempotencyStore;
   scheduler: StepScheduler;
@@ -137,6 +152,34 @@ export function magicOutcome(requestAmount: string): SandboxOutcome {
 
 const sameRail = (a: DestinationSnapshot['rail'], b: Rail): boolean => railKey(a) === railKey(b);
 
+const destinationRefOf = (body: CreateTransferBody): DestinationRef =>
+  body.destination.type === 'FIAT_ACCOUNT' ? { type: 'FIAT_ACCOUNT', id: body.destination.fiatAccountId } : { type: 'CRYPTO_WALLET', id: body.destination.cryptoWalletId };
+
+/** A creation's checks of its option, in the order they are answered. */
+function checkOption(body: CreateTransferBody, option: QuoteOption, taken: boolean): void {
+  if (option.entityId !== body.entityId) {
+    throw new ApiError(422, 'quote_entity_mismatch', `Quote option ${option.id} was made for another entity; quote again for entity ${body.entityId}`);
+  }
+  if (option.status === 'USED' || taken) throw quoteOptionUsed();
+  if (option.status === 'EXPIRED' || option.expiresAt.getTime() <= Date.now()) throw quoteExpired();
+}
+
+/** A creation's checks of its destination against the option, after checkOption. */
+function checkDestination(body: CreateTransferBody, ref: DestinationRef, option: QuoteOption, snapshot: DestinationSnapshot): void {
+  if (option.destination && (option.destination.type !== ref.type || option.destination.id !== ref.id)) {
+    throw destinationMismatch(`Quote option ${option.id} was quoted for ${option.destination.type} ${option.destination.id}, not for ${ref.type} ${ref.id}`);
+  }
+  if (option.destination && snapshot.version !== option.destination.version) {
+    throw new ApiError(
+      409,
+      'quote_destination_changed',
+      `The destination was edited since it was quoted (quoted version ${option.destination.version}, now ${snapshot.version}); request a new quote`,
+    );
+  }
+  if (snapshot.entityId !== body.entityId) throw destinationMismatch(`${ref.type} ${ref.id} belongs to another entity`);
+  if (!sameRail(snapshot.rail, option.to)) throw destinationMismatch(`${ref.type} ${ref.id} is not on the option's destination rail ${railKey(option.to)}`);
+}
+
 /** The stage of the leg under way: the first that has not completed, else the last. */
 function currentStage(legs: Array<Pick<LegRow, 'status' | 'progress_stage'>>): string | null {
   const open = legs.find((l) => l.status !== 'COMPLETED');
@@ -150,7 +193,7 @@ export class TransferService {
   readonly #quotes: QuotesPort;
   readonly #entities: EntitiesPort;
   #destinations: DestinationsPort | null;
-  readonly #events: Pick<EventService, 'record' | 'recordMany' | 'needSubscribers' | 'insertPart'>;
+  readonly #events: EventsPort;
   readonly #ledger: LedgerService;
   readonly #idempotency: IdempotencyStore;
   readonly #scheduler: StepScheduler;
@@ -159,6 +202,10 @@ export class TransferService {
   #funding: FundingPort | null = null;
   #setupRequest: NodeJS.Timeout | null = null;
   readonly #creations = new Batcher<Creation, void>((batch) => this.#createMany(batch));
+  // Organizations whose creations lately had subscribers for their events: a creation made from
+  // recent reads records its events in a transaction for them rather than guard against them.
+  readonly #subscribedLately = new RecentMemory<true>({ capacity: 10_000, ttlMs: 10_000 });
+  #creationGuards: { subscribersRun: CreationGuard; eventsOnly: CreationGuard | null } | null = null;
 
   constructor(options: TransferServiceOptions) {
     this.#db = options.db;
@@ -207,6 +254,20 @@ export class TransferService {
    */
   async create(organizationId: string, key: string, body: CreateTransferBody): Promise<StoredResponse<TransferBody>> {
     const scope = { organizationId, operation: CREATE_OPERATION, key, requestHash: requestFingerprint(body) };
+    // A transfer on an option this process quoted a moment ago reads nothing: the option, the
+    // destination's snapshot and the answer about subscribers are what this process last saw,
+    // and the creation's statement checks them again (#guard). Should one no longer hold, the
+    // creation is made as any other, from fresh reads.
+    const recent = this.#recentPreparation(organizationId, body);
+    if (recent) {
+      const subscribed = this.#guards.eventsOnly === null || this.#subscribedLately.get(organizationId) === true;
+      const creation = this.#plan(organizationId, scope, body, recent, subscribed, true);
+      try {
+        return await this.#write(creation);
+      } catch (err) {
+        if (!isGuardRefusal(err)) throw err;
+      }
+    }
     // Read beside the references: whether the creation's event has subscribers (webhooks).
     const subscribedRead = this.#events.needSubscribers([{ organizationId, type: 'transfer.status_changed' }]);
     subscribedRead.catch(() => {});
@@ -219,7 +280,47 @@ export class TransferService {
       if (stored) return stored;
       throw err;
     }
-    const creation = this.#plan(organizationId, scope, body, prepared, await subscribedRead);
+    const subscribed = await subscribedRead;
+    if (subscribed) this.#subscribedLately.set(organizationId, true);
+    else this.#subscribedLately.delete(organizationId);
+    return this.#write(this.#plan(organizationId, scope, body, prepared, subscribed, false));
+  }
+
+  /**
+   * What a creation made from recent reads must find still true when it is written: the entity
+   * ACTIVE, the option OPEN and unexpired, the destination at the version snapshotted and, when
+   * its events are written without running subscribers, no subscriber for them. eventsOnly is
+   * null when a subscriber cannot say so as a condition (such creations then run subscribers).
+   */
+  get #guards(): { subscribersRun: CreationGuard; eventsOnly: CreationGuard | null } {
+    if (this.#creationGuards) return this.#creationGuards;
+    const entities = this.#entities;
+    const quotes = this.#quotes;
+    const destinations = this.#destinations;
+    const facts = (t: CreationRefs) =>
+      sql<boolean>`${unless(entities.activeCondition({ id: t.entityId, organizationId: t.organizationId }), 'entity not active')}
+        and ${unless(quotes.openOptionCondition({ id: t.quoteOptionId, organizationId: t.organizationId }), 'option not open')}
+        and ${destinations ? unless(destinations.currentVersionCondition({ kind: t.destinationType, id: t.destinationId, organizationId: t.organizationId, version: t.destinationVersion }), 'destination changed') : unless(sql<boolean>`false`, 'no destinations')}`;
+    const probe = this.#events.unsubscribedCondition({ organizationId: sql.lit(null), type: sql.lit(null) });
+    const guards = {
+      subscribersRun: { name: 'facts', condition: facts },
+      eventsOnly:
+        probe === null
+          ? null
+          : {
+              name: 'facts-unsubscribed',
+              condition: (t: CreationRefs) =>
+                sql<boolean>`${facts(t)} and ${unless(this.#events.unsubscribedCondition({ organizationId: t.organizationId, type: sql.lit('transfer.status_changed') })!, 'subscribers')}`,
+            },
+    };
+    // Kept once the neighbours are all wired (destinations come after construction).
+    if (destinations) this.#creationGuards = guards;
+    return guards;
+  }
+
+  /** Writes a planned creation with the others of the moment; answers what its key is to answer. */
+  async #write(creation: Creation): Promise<StoredResponse<TransferBody>> {
+    const { scope } = creation;
     try {
       await this.#creations.submit(creation);
     } catch (err) {
@@ -250,11 +351,11 @@ export class TransferService {
       // Someone subscribes to these events (webhooks): they are recorded in the transaction, where
       // the subscribers queue their work.
       await this.#db.transaction().execute(async (trx) => {
-        await this.#repo.insertMany(trx, rows, { lockWaitMs, alongside: [stored] });
+        await this.#repo.insertMany(trx, rows, { lockWaitMs, alongside: [stored], guard: this.#guards.subscribersRun });
         await this.#events.recordMany(trx, events);
       });
     } else {
-      await this.#repo.insertMany(this.#db, rows, { lockWaitMs, alongside: [stored, this.#events.insertPart(events)] });
+      await this.#repo.insertMany(this.#db, rows, { lockWaitMs, alongside: [stored, this.#events.insertPart(events)], guard: this.#guards.eventsOnly ?? this.#guards.subscribersRun });
     }
     return batch.map(() => undefined);
   }
@@ -266,39 +367,47 @@ export class TransferService {
 
   /** Every check that does not need the transaction; returns what the insert needs. */
   async prepareCreation(organizationId: string, body: CreateTransferBody) {
-    const ref = body.destination.type === 'FIAT_ACCOUNT' ? { type: 'FIAT_ACCOUNT' as const, id: body.destination.fiatAccountId } : { type: 'CRYPTO_WALLET' as const, id: body.destination.cryptoWalletId };
+    const ref = destinationRefOf(body);
     if (!this.#destinations) throw new ApiError(501, 'not_implemented', 'Saved destinations are not available in this build');
     // Read together; refused in the order they were checked one by one: entity, option, destination.
     const snapshotRead = this.#destinations.snapshot(organizationId, ref);
     snapshotRead.catch(() => {});
     const takenRead = isUuid(body.quoteOptionId) ? this.#repo.takenOptions([body.quoteOptionId]) : Promise.resolve(new Set<string>());
     const [, option, taken] = await allInOrder([this.#entities.requireActive(organizationId, body.entityId), this.#quotes.getOptionForTransfer(organizationId, body.quoteOptionId), takenRead] as const);
-    if (option.entityId !== body.entityId) {
-      throw new ApiError(422, 'quote_entity_mismatch', `Quote option ${option.id} was made for another entity; quote again for entity ${body.entityId}`);
-    }
-    if (option.status === 'USED' || taken.has(option.id)) throw quoteOptionUsed();
-    if (option.status === 'EXPIRED' || option.expiresAt.getTime() <= Date.now()) throw quoteExpired();
-
+    checkOption(body, option, taken.has(option.id));
     // A destination the organization does not have (another organization's) is 404 not_found,
     // like every other reference, before it is compared with the option.
     const snapshot = await snapshotRead;
-    if (option.destination && (option.destination.type !== ref.type || option.destination.id !== ref.id)) {
-      throw destinationMismatch(`Quote option ${option.id} was quoted for ${option.destination.type} ${option.destination.id}, not for ${ref.type} ${ref.id}`);
+    checkDestination(body, ref, option, snapshot);
+    return { option, snapshot };
+  }
+
+  /**
+   * What prepareCreation() would answer, from what this process read lately (the option it
+   * quoted, the destination it read for that quote), passing the same checks; undefined when
+   * something is missing or a check fails (the reads then answer with the current facts).
+   * The entity's status, the option being open and the destination's version are left to the
+   * creation's guard.
+   */
+  #recentPreparation(organizationId: string, body: CreateTransferBody): { option: QuoteOption; snapshot: DestinationSnapshot } | undefined {
+    if (!this.#destinations) return undefined;
+    const option = this.#quotes.recentOption(organizationId, body.quoteOptionId);
+    if (!option || option.status !== 'OPEN' || option.expiresAt.getTime() <= Date.now()) return undefined;
+    const ref = destinationRefOf(body);
+    const snapshot = this.#destinations.recentSnapshot(organizationId, ref);
+    if (!snapshot) return undefined;
+    try {
+      checkOption(body, option, false);
+      checkDestination(body, ref, option, snapshot);
+    } catch (err) {
+      if (err instanceof ApiError) return undefined;
+      throw err;
     }
-    if (option.destination && snapshot.version !== option.destination.version) {
-      throw new ApiError(
-        409,
-        'quote_destination_changed',
-        `The destination was edited since it was quoted (quoted version ${option.destination.version}, now ${snapshot.version}); request a new quote`,
-      );
-    }
-    if (snapshot.entityId !== body.entityId) throw destinationMismatch(`${ref.type} ${ref.id} belongs to another entity`);
-    if (!sameRail(snapshot.rail, option.to)) throw destinationMismatch(`${ref.type} ${ref.id} is not on the option's destination rail ${railKey(option.to)}`);
     return { option, snapshot };
   }
 
   /** The rows, view and event of a new transfer, worked out in memory. */
-  #plan(organizationId: string, scope: IdempotencyScope, body: CreateTransferBody, prepared: { option: QuoteOption; snapshot: DestinationSnapshot }, subscribed: boolean): Creation {
+  #plan(organizationId: string, scope: IdempotencyScope, body: CreateTransferBody, prepared: { option: QuoteOption; snapshot: DestinationSnapshot }, subscribed: boolean, guarded: boolean): Creation {
     const { option, snapshot } = prepared;
     const id = newId();
     const status: TransferStatus = 'PENDING_SETUP';
@@ -393,7 +502,7 @@ export class TransferService {
     return {
       scope,
       subscribed,
-      rows: { transfer: { ...row, api_view: view }, legs, first, createdAt },
+      rows: { transfer: { ...row, api_view: view }, legs, first, createdAt, guarded },
       view,
       event: {
         id: first.id,

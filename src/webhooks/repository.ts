@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { Kysely } from 'kysely';
+import type { Kysely, RawBuilder } from 'kysely';
 import type { WithDefaults } from '../platform/db/types.ts';
 import { lookupBatcher } from '../platform/batch.ts';
 import { statement } from '../platform/db/statement.ts';
@@ -172,6 +172,11 @@ export class WebhookRepository {
    */
   async subscribedTypes(organizationId: string): Promise<string[]> {
     return (await this.#subscribed.submit(organizationId))?.types ?? [];
+  }
+
+  /** subscribedTypes() not including `refs.type`, as a guard's condition (platform/db/guard.ts). */
+  unsubscribedCondition(refs: { organizationId: RawBuilder<unknown>; type: RawBuilder<unknown> }): RawBuilder<boolean> {
+    return sql<boolean>`not coalesce((select true from webhook_endpoints guard_endpoint where guard_endpoint.organization_id = ${refs.organizationId} and guard_endpoint.status = 'ENABLED' and ${refs.type} = any(guard_endpoint.event_types) limit 1), false)`;
   }
 
   /** Enabled endpoints of the organization, with the event types each takes. */

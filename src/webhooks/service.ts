@@ -189,6 +189,7 @@ export class WebhookService {
     deps.events.subscribe(
       (trx, event) => this.fanOut(trx, event),
       (events) => this.#wantsAny(events),
+      (refs) => this.#repo.unsubscribedCondition(refs),
     );
   }
 

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { Webhook } from 'standardwebhooks';
 import { startTestServer } from '../../test/helpers/server.ts';
 import type { TestServer } from '../../test/helpers/server.ts';
-import { assertLegEvent, driveToRest, fund, newCustomer, newTransfer } from '../transfers/test-support.ts';
+import { assertLegEvent, createTransfer, driveToRest, fund, newCustomer, newTransfer, quoteOption } from '../transfers/test-support.ts';
 import { startReceiver, waitFor } from './test-receiver.ts';
 import type { Receiver } from './test-receiver.ts';
 
@@ -69,5 +69,22 @@ describe('webhooks for real transfers', () => {
     }
     assert.equal(listed.status, 200);
     assert.deepEqual(listed.body.data, delivered);
+  });
+
+  test('an endpoint made between the quote and its transfer gets the creation event (the creation checks for subscribers as it writes)', async () => {
+    const c = await newCustomer(t, 'Late subscriber');
+    // The quote makes this process remember the option and the destination; a transfer on it
+    // reads nothing first, and had no subscriber the last time this organization created one.
+    const { optionId } = await quoteOption(t, c, '100.00');
+    const endpoint = await t.request('POST', '/v1/webhook-endpoints', { apiKey: c.org.apiKey, body: { url: r.url, eventTypes: ['transfer.status_changed'] } });
+    assert.equal(endpoint.status, 201, endpoint.text);
+    const created = await createTransfer(t, c, optionId);
+    assert.equal(created.status, 201, created.text);
+    await waitFor('the creation event', () =>
+      r.received.some((req) => {
+        const event = JSON.parse(req.body);
+        return event.data?.transferId === created.body.id && event.data.status === 'PENDING_SETUP';
+      }),
+    );
   });
 });
