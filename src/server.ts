@@ -310,6 +310,7 @@ export async function createServer(config: Config, options: ServerOptions = {}):
     await app.ready();
 
     await queue.start({ workers: options.workers !== false });
+    if (options.workers !== false) transfers.useCreatedSetup((created) => engine.setUpCreated(created));
     // Transfers whose step was in flight when the last process stopped continue from their last committed step.
     await engine.sweep();
     await rails.start();

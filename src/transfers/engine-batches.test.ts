@@ -1,13 +1,15 @@
 // Regression: the engine's step jobs were fetched one per fetch, and pg-boss waits a polling
 // interval after each fetch, so however many transfers were due the engine prepared 8 a second
 // (4 workers x 1 job per 0.5 s). Steps due together must be taken together. Setup has no job per
-// transfer at all: creations ask for the one setup job, which prepares every transfer waiting.
+// transfer at all: a process running the engine prepares what it created from the rows it wrote,
+// and otherwise creations ask for the one setup job, which prepares every transfer waiting.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { startTestServer } from '../../test/helpers/server.ts';
 import type { TestServer } from '../../test/helpers/server.ts';
+import { isGuardRefusal } from '../platform/db/guard.ts';
 import { assertHistoryConsistent, createTransfer, fund, getTransfer, newCustomer, quoteOption, waitFor } from './test-support.ts';
 import type { Customer } from './test-support.ts';
 
@@ -28,7 +30,7 @@ describe('sandbox engine steps', () => {
   const jobCount = async (name: string) =>
     (await sql<{ n: number }>`select count(*)::int as n from pgboss.job where name = ${name}`.execute(t.server.db.kysely)).rows[0]!.n;
 
-  test('transfers created together are prepared by a few setup jobs, and their steps are fetched together', async () => {
+  test('transfers created together are prepared together, without a setup job each, and their steps are fetched together', async () => {
     const options = [];
     for (let i = 0; i < TRANSFERS; i++) options.push((await quoteOption(t, c, `${100 + i}.00`)).optionId);
     const setupJobsBefore = await jobCount('transfers.setup');
@@ -50,8 +52,14 @@ describe('sandbox engine steps', () => {
       assert.match(transfer.legs[0].providerReference, /^SIM-/);
       await assertHistoryConsistent(t, transfer);
     }
+    // This process runs the engine: each creation batch is set up from the rows it wrote, with no
+    // job, and the setups of a batch commit together (their READY_TO_FUND events share a transaction).
     const setupJobs = (await jobCount('transfers.setup')) - setupJobsBefore;
-    assert.ok(setupJobs >= 1 && setupJobs < TRANSFERS, `${TRANSFERS} transfers created together queued ${setupJobs} setup jobs`);
+    assert.ok(setupJobs < TRANSFERS, `${TRANSFERS} transfers created together queued ${setupJobs} setup jobs`);
+    const { rows: commits } = await sql<{ n: number }>`
+      select count(distinct transaction_id)::int as n from events
+       where type = 'transfer.status_changed' and data->>'status' = 'READY_TO_FUND' and data->>'transferId' in (${sql.join(ids)})`.execute(t.server.db.kysely);
+    assert.ok(commits[0]!.n < TRANSFERS, `${TRANSFERS} transfers created together were prepared in ${commits[0]!.n} transactions`);
 
     // Funded together, their first execution steps come due together.
     for (const id of ids) assert.equal((await fund(t, c, id)).status, 'IN_PROGRESS');
@@ -213,5 +221,28 @@ describe('sandbox engine: setups taken in one batch', () => {
     // The same write with the leg's own transfer goes through.
     await write(id!);
     assert.equal((await repo.find(id!))!.version, row.version + 1);
+  });
+
+  test('a setup made from the rows a creation wrote is written whole, or not at all once the transfer has moved on', async () => {
+    const [moved, kept] = await pendingTransfers(2);
+    const rows = await t.server.services.transfers.repository.findManyWithLegs([moved!, kept!]);
+    const setupOf = (id: string) => {
+      const { legs, ...locked } = rows.find((r) => r.id === id)!;
+      return { locked, legs, handed: null };
+    };
+    // Another change got there first: the version the setup was made from is gone.
+    await t.server.db.kysely.updateTable('transfers').set({ version: sql`version + 1` }).where('id', '=', moved!).execute();
+    await assert.rejects(t.server.services.transfers.completeCreatedSetups([setupOf(kept!), setupOf(moved!)]), (err) => isGuardRefusal(err));
+    assert.deepEqual(await statuses([moved!, kept!]), ['PENDING_SETUP', 'PENDING_SETUP'], 'neither setup was written');
+    const timeline = async (id: string) => (await getTransfer(t, c, id)).timeline.length;
+    assert.deepEqual([await timeline(moved!), await timeline(kept!)], [1, 1]);
+
+    assert.equal(await t.server.services.transfers.completeCreatedSetups([setupOf(kept!)]), true);
+    const ready = await getTransfer(t, c, kept!);
+    assert.equal(ready.status, 'READY_TO_FUND');
+    assert.equal(ready.version, 2);
+    await assertHistoryConsistent(t, ready);
+    const events = await sql<{ n: number }>`select count(*)::int as n from events where data->>'transferId' = ${kept!} and data->>'status' = 'READY_TO_FUND'`.execute(t.server.db.kysely);
+    assert.equal(events.rows[0]!.n, 1, 'the status event is written with the change');
   });
 });

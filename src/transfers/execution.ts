@@ -18,6 +18,8 @@ import type { Actor, LegChange, TransferBody, TransferService } from './service.
 import { isLegTerminal, legProgress } from './state-machine.ts';
 import type { TransferStatus } from './state-machine.ts';
 import { isUuid } from '../platform/ids.ts';
+import { Batcher } from '../platform/batch.ts';
+import { isGuardRefusal } from '../platform/db/guard.ts';
 
 export interface ProviderLookup {
   get(id: string): ProviderAdapter | undefined;
@@ -41,6 +43,14 @@ interface HandedLeg {
 }
 
 const asError = (err: unknown): Error => (err instanceof Error ? err : new Error(String(err)));
+
+/** The change a hand-off makes to its leg: the provider's state, if the leg is still PENDING. */
+function handedChange(legs: LegRow[], started: HandedLeg | null) {
+  const leg = started && legs.find((l) => l.id === started.legId);
+  return leg && started && leg.status === 'PENDING'
+    ? { legId: leg.id, change: { status: started.report.status, progressStage: started.report.progressStage, providerReference: started.reference } }
+    : null;
+}
 
 /** Transfers one setup batch prepares together (one read, one transaction, one commit). */
 const SETUP_BATCH = 25;
@@ -190,8 +200,13 @@ export class TransferEngine {
    * transaction fail, each transfer gets its own, so one cannot hold the others back.
    */
   async #prepareAll(setups: Array<TransferRow & { legs: LegRow[] }>, failed: Map<string, Error>): Promise<void> {
+    await this.#completeHanded(await this.#handedOff(setups, failed), failed);
+  }
+
+  /** The transfers whose collection leg a provider took (or that have none to hand); the others fail. */
+  async #handedOff(setups: Array<TransferRow & { legs: LegRow[] }>, failed: Map<string, Error>): Promise<Array<{ transfer: TransferRow & { legs: LegRow[] }; started: HandedLeg | null }>> {
     const handed = await this.#handOffAll(setups);
-    const ready = setups.flatMap((transfer, i) => {
+    return setups.flatMap((transfer, i) => {
       const started = handed[i]!;
       if (started instanceof Error) {
         failed.set(transfer.id, started);
@@ -199,6 +214,44 @@ export class TransferEngine {
       }
       return [{ transfer, started }];
     });
+  }
+
+  /**
+   * Setup of transfers this process has just created, from the rows it wrote: no job, no read,
+   * and, after the hand-offs, one guarded statement for all of them (completeCreatedSetups).
+   * Transfers changed meanwhile, or whose setup must post to the ledger or run subscribers, are
+   * set up in a transaction as any other. Callers arriving while a batch is under way join the
+   * next one. Fails when a transfer could not be prepared; the setup job then takes it.
+   */
+  setUpCreated(created: Array<TransferRow & { legs: LegRow[] }>): Promise<void> {
+    return this.#createdSetups.submit(created);
+  }
+
+  readonly #createdSetups = new Batcher<Array<TransferRow & { legs: LegRow[] }>, void>(async (groups) => {
+    const created = groups.flat();
+    const failed = new Map<string, Error>();
+    await this.#serialAll(
+      created.map((t) => t.id),
+      async () => {
+        const ready = await this.#handedOff(created, failed);
+        const changes = ready.map(({ transfer, started }) => {
+          const { legs, ...row } = transfer;
+          return { locked: row, legs: legs.slice(), handed: handedChange(legs, started) };
+        });
+        try {
+          if (await this.#transfers.completeCreatedSetups(changes)) return;
+        } catch (err) {
+          if (!isGuardRefusal(err)) throw err;
+        }
+        await this.#completeHanded(ready, failed);
+      },
+    );
+    if (failed.size) throw new AggregateError([...failed.values()], `${failed.size} created transfer(s) could not be prepared: ${[...failed.values()][0]!.message}`);
+    return groups.map(() => undefined);
+  });
+
+  /** The handed-off setups written in one transaction (each in its own when that one fails). */
+  async #completeHanded(ready: Array<{ transfer: TransferRow & { legs: LegRow[] }; started: HandedLeg | null }>, failed: Map<string, Error>): Promise<void> {
     const alone = (h: (typeof ready)[number]) => this.#setUpAlone(h.transfer, h.transfer.legs, h.started).catch((err: unknown) => void failed.set(h.transfer.id, asError(err)));
     if (ready.length < 2) {
       await Promise.all(ready.map(alone));
@@ -284,12 +337,7 @@ export class TransferEngine {
    */
   async #setupOf(trx: Transaction<any>, locked: TransferRow, readVersion: number, readLegs: LegRow[], started: HandedLeg | null) {
     const legs = await this.#legsUnder(trx, locked, readVersion, readLegs);
-    const leg = started && legs.find((l) => l.id === started.legId);
-    const handed =
-      leg && started && leg.status === 'PENDING'
-        ? { legId: leg.id, change: { status: started.report.status, progressStage: started.report.progressStage, providerReference: started.reference } }
-        : null;
-    return { locked, legs, handed };
+    return { locked, legs, handed: handedChange(legs, started) };
   }
 
   /**

@@ -265,6 +265,18 @@ const WRITE_CHANGES = statement<{ items: string; legs: string; transfers: string
          )
     select (select count(*)::int from changed_transfers) as transfers, (select count(*)::int from changed_legs) as legs`,
 );
+/** WRITE_CHANGES' transfer columns, with the version each transfer must still be at (writeChangesGuarded). */
+const GUARDED_TRANSFER_CHANGE_COLUMNS = { ...TRANSFER_CHANGE_COLUMNS, expected_version: 'integer' } as const;
+
+/**
+ * What a guarded change (writeChangesGuarded) must still find true of each transfer it changes
+ * (platform/db/guard.ts), as a condition on the transfer's row. `name` tells guards apart.
+ */
+export interface ChangeGuard {
+  name: string;
+  condition: (transfer: { organizationId: RawBuilder<unknown> }) => RawBuilder<boolean>;
+}
+
 /** What a leg change may write: its state and what the provider reported, never its identity or plan. */
 export type LegPatch = Partial<Pick<LegRow, 'status' | 'progress_stage' | 'provider_reference' | 'actual_amount_in' | 'actual_amount_out' | 'status_reason' | 'updated_at'>>;
 
@@ -310,6 +322,7 @@ export class TransferRepository {
   readonly #db: Kysely<Tables>;
   readonly #viewSql: { any: string; own: string };
   readonly #creationStatements = new Map<string, Statement<Record<string, unknown>, unknown>>();
+  readonly #guardedChangeStatements = new Map<string, Statement<Record<string, unknown>, unknown>>();
   readonly #withLegs = statement<{ ids: string[] }, TransferRow & { legs: LegRow[] }>((v) =>
     this.#db.selectFrom('transfers as t').selectAll('t').select(LEGS_OF_T.as('legs')).where(sql<boolean>`t.id = any(${v.ids}::uuid[])`),
   );
@@ -531,6 +544,68 @@ export class TransferRepository {
     if (counts!.transfers !== transfers.length || counts!.legs !== legs.length) {
       throw new Error(`changes to ${transfers.length} transfer(s) and ${legs.length} leg(s) matched ${counts!.transfers} and ${counts!.legs}`);
     }
+  }
+
+  /**
+   * writeChanges() outside a transaction, for transfers whose current version the caller knows:
+   * one statement that writes everything, with the `alongside` parts (their events), or nothing
+   * at all (a guard refusal, isGuardRefusal) when a transfer is no longer at its expected version,
+   * the guard's condition fails, or a change matches no row.
+   */
+  async writeChangesGuarded(
+    changes: { items: Array<NewTimelineRow & { occurred_at: Date }>; legs: LegRow[]; transfers: TransferRow[] },
+    options: { expectedVersions: Map<string, number>; guard: ChangeGuard; alongside: StatementPart[] },
+  ): Promise<void> {
+    const { items, legs, transfers } = changes;
+    if (!transfers.length) return;
+    const values: Record<string, unknown> = {
+      items: encodeRows(items, ITEM_COLUMNS),
+      legs: encodeRows(legs, LEG_CHANGE_COLUMNS),
+      legIds: legs.map((l) => l.id),
+      transferIds: transfers.map((t) => t.id),
+      transfers: encodeRows(
+        transfers.map((t) => ({ ...t, api_view: t.api_view === null ? null : new JsonText(t.api_view), expected_version: options.expectedVersions.get(t.id) })),
+        GUARDED_TRANSFER_CHANGE_COLUMNS,
+      ),
+      transferCount: transfers.length,
+      legCount: legs.length,
+    };
+    options.alongside.forEach((part, i) => (values[`part${i}`] = part.rows));
+    await this.#guardedChangeStatement(options.guard, options.alongside).run(this.#db, values);
+  }
+
+  #guardedChangeStatement(guard: ChangeGuard, parts: StatementPart[]): Statement<Record<string, unknown>, unknown> {
+    const shape = [guard.name, ...parts.map((p) => p.name)].join(',');
+    let built = this.#guardedChangeStatements.get(shape);
+    if (!built) {
+      built = statement(
+        (v) => sql`
+          with changed_transfers as (
+                 update transfers as t set status = c.status, blocking_party = c.blocking_party, status_reason = c.status_reason, version = c.version,
+                   updated_at = c.updated_at, api_view = c.api_view, funds_received_at = c.funds_received_at, reviewed_at = c.reviewed_at,
+                   actual_source_amount = c.actual_source_amount, actual_destination_amount = c.actual_destination_amount, actual_fee_total = c.actual_fee_total
+                   from ${recordset(v.transfers, GUARDED_TRANSFER_CHANGE_COLUMNS, 'c')}
+                  where t.id = c.id and t.id = any(${v.transferIds}::uuid[]) and t.version = c.expected_version
+                    and ${guard.condition({ organizationId: sql.ref('t.organization_id') })}
+                 returning t.id
+               ),
+               new_items as (${insertRows('transfer_events', v.items, ITEM_COLUMNS)}),
+               changed_legs as (
+                 update transfer_legs as l set status = c.status, progress_stage = c.progress_stage, provider_reference = c.provider_reference,
+                   actual_amount_in = c.actual_amount_in, actual_amount_out = c.actual_amount_out, status_reason = c.status_reason, updated_at = c.updated_at
+                   from ${recordset(v.legs, LEG_CHANGE_COLUMNS, 'c')}
+                  where l.id = c.id and l.transfer_id = c.transfer_id and l.id = any(${v.legIds}::uuid[])
+                 returning l.id
+               )
+               ${sql.join(parts.map((part, i) => sql`, ${sql.raw(`part_${i}`)} as (${part.sql(v[`part${i}`])})`), sql``)}
+          select (select count(*) from changed_transfers) = ${v.transferCount}::int and (select count(*) from changed_legs) = ${v.legCount}::int
+                 or corridor_refuse('transfer changed meanwhile') as written`,
+        // The guard's lookups must become index scans as the tables grow from nothing (platform/db/guard.ts).
+        { planFirstRuns: GUARDED_PLANNED_RUNS },
+      );
+      this.#guardedChangeStatements.set(shape, built);
+    }
+    return built;
   }
 
   async list(filter: TransferFilter, limit: number, cursor: Cursor | null): Promise<{ rows: TransferRow[]; total: number }> {

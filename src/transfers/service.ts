@@ -23,7 +23,7 @@ import type { QuoteOptionForTransfer } from '../quotes/service.ts';
 import type { DestinationSnapshot } from '../destinations/service.ts';
 import type { Actor, FundableTransfer, FundingService } from '../funding/service.ts';
 import { TransferRepository, isOptionTaken } from './repository.ts';
-import type { CreationGuard, CreationRefs, LegPatch, LegRow, NewCreation, NewLeg, NewTimelineRow, SandboxOutcome, TimelineRow, TransferDetailRow, TransferFilter, TransferRow } from './repository.ts';
+import type { ChangeGuard, CreationGuard, CreationRefs, LegPatch, LegRow, NewCreation, NewLeg, NewTimelineRow, SandboxOutcome, TimelineRow, TransferDetailRow, TransferFilter, TransferRow } from './repository.ts';
 import type { CreateTransferBody, OpsTransferListQuery, Transfer, TransferListQuery, TransferSummary } from './schemas.ts';
 import { CANCELABLE, LEG_MOVES, blockingPartyOf, firstStage, isLegTerminal, isTerminal, refuseMove } from './state-machine.ts';
 import type { TransferStatus } from './state-machine.ts';
@@ -62,7 +62,12 @@ interface Creation {
   event: NewEvent;
   /** Whether a subscriber (webhooks) wants the event: then it is recorded in a transaction that runs them. */
   subscribed: boolean;
+  /** The transfer and its legs as the insert writes them (what setup starts from, without reading it). */
+  written: TransferRow & { legs: LegRow[] };
 }
+
+/** Prepares transfers this process has just created, from the rows it wrote (TransferEngine.setUpCreated). */
+export type CreatedSetup = (created: Array<TransferRow & { legs: LegRow[] }>) => Promise<void>;
 
 // ---- What this service needs of its neighbours: their own types, narrowed to what is used. ----
 
@@ -201,11 +206,12 @@ export class TransferService {
   readonly #log: Pick<Logger, 'warn'> | null;
   #funding: FundingPort | null = null;
   #setupRequest: NodeJS.Timeout | null = null;
+  #setUpCreated: CreatedSetup | null = null;
   readonly #creations = new Batcher<Creation, void>((batch) => this.#createMany(batch));
   // Organizations whose creations lately had subscribers for their events: a creation made from
   // recent reads records its events in a transaction for them rather than guard against them.
   readonly #subscribedLately = new RecentMemory<true>({ capacity: 10_000, ttlMs: 10_000 });
-  #creationGuards: { subscribersRun: CreationGuard; eventsOnly: CreationGuard | null } | null = null;
+  #creationGuards: { subscribersRun: CreationGuard; eventsOnly: CreationGuard | null; setupEventsOnly: ChangeGuard | null } | null = null;
 
   constructor(options: TransferServiceOptions) {
     this.#db = options.db;
@@ -225,6 +231,14 @@ export class TransferService {
   /** Funding is built after this service (it calls transition()); it is wired here once it exists. */
   useFunding(funding: FundingPort): void {
     this.#funding = funding;
+  }
+
+  /**
+   * Where this process runs the job workers, setup starts from the rows a creation wrote as soon
+   * as they commit, instead of from the setup job reading them back.
+   */
+  useCreatedSetup(setup: CreatedSetup): void {
+    this.#setUpCreated = setup;
   }
 
   useDestinations(destinations: DestinationsPort): void {
@@ -292,7 +306,7 @@ export class TransferService {
    * its events are written without running subscribers, no subscriber for them. eventsOnly is
    * null when a subscriber cannot say so as a condition (such creations then run subscribers).
    */
-  get #guards(): { subscribersRun: CreationGuard; eventsOnly: CreationGuard | null } {
+  get #guards(): { subscribersRun: CreationGuard; eventsOnly: CreationGuard | null; setupEventsOnly: ChangeGuard | null } {
     if (this.#creationGuards) return this.#creationGuards;
     const entities = this.#entities;
     const quotes = this.#quotes;
@@ -302,6 +316,7 @@ export class TransferService {
         and ${unless(quotes.openOptionCondition({ id: t.quoteOptionId, organizationId: t.organizationId }), 'option not open')}
         and ${destinations ? unless(destinations.currentVersionCondition({ kind: t.destinationType, id: t.destinationId, organizationId: t.organizationId, version: t.destinationVersion }), 'destination changed') : unless(sql<boolean>`false`, 'no destinations')}`;
     const probe = this.#events.unsubscribedCondition({ organizationId: sql.lit(null), type: sql.lit(null) });
+    const unsubscribed = (organizationId: RawBuilder<unknown>, type: string) => unless(this.#events.unsubscribedCondition({ organizationId, type: sql.lit(type) })!, 'subscribers');
     const guards = {
       subscribersRun: { name: 'facts', condition: facts },
       eventsOnly:
@@ -309,8 +324,16 @@ export class TransferService {
           ? null
           : {
               name: 'facts-unsubscribed',
-              condition: (t: CreationRefs) =>
-                sql<boolean>`${facts(t)} and ${unless(this.#events.unsubscribedCondition({ organizationId: t.organizationId, type: sql.lit('transfer.status_changed') })!, 'subscribers')}`,
+              condition: (t: CreationRefs) => sql<boolean>`${facts(t)} and ${unsubscribed(t.organizationId, 'transfer.status_changed')}`,
+            },
+      // A setup's events: the leg handed to its provider, and READY_TO_FUND.
+      setupEventsOnly:
+        probe === null
+          ? null
+          : {
+              name: 'setup-unsubscribed',
+              condition: (t: { organizationId: RawBuilder<unknown> }) =>
+                sql<boolean>`${unsubscribed(t.organizationId, 'transfer.leg_status_changed')} and ${unsubscribed(t.organizationId, 'transfer.status_changed')}`,
             },
     };
     // Kept once the neighbours are all wired (destinations come after construction).
@@ -332,7 +355,6 @@ export class TransferService {
       if (stored) return stored;
       throw isKeyTaken(err) ? requestInProgress() : quoteOptionUsed();
     }
-    this.requestSetup();
     return { status: 201, body: creation.view, replayed: false };
   }
 
@@ -357,6 +379,7 @@ export class TransferService {
     } else {
       await this.#repo.insertMany(this.#db, rows, { lockWaitMs, alongside: [stored, this.#events.insertPart(events)], guard: this.#guards.eventsOnly ?? this.#guards.subscribersRun });
     }
+    this.#setUp(batch.map((c) => c.written));
     return batch.map(() => undefined);
   }
 
@@ -499,9 +522,11 @@ export class TransferService {
       timeline: [{ ...first, sequence: '0', occurred_at: createdAt }],
     };
     const view = JSON.stringify(toTransfer(full, null));
+    const { timeline: _timeline, ...written } = full;
     return {
       scope,
       subscribed,
+      written: { ...written, api_view: view },
       rows: { transfer: { ...row, api_view: view }, legs, first, createdAt, guarded },
       view,
       event: {
@@ -535,6 +560,18 @@ export class TransferService {
     clearTimeout(this.#setupRequest);
     this.#setupRequest = null;
     await this.sendSetup().catch((err: unknown) => this.#log?.warn({ err }, 'could not queue the setup job; the sweep will'));
+  }
+
+  /**
+   * Starts the setup of transfers just committed: from their rows when this process runs the
+   * engine, else (or should that fail) by asking for the setup job.
+   */
+  #setUp(created: Array<TransferRow & { legs: LegRow[] }>): void {
+    if (!this.#setUpCreated) return this.requestSetup();
+    this.#setUpCreated(created).catch((err: unknown) => {
+      this.#log?.warn({ err }, 'setting up created transfers failed; the setup job will');
+      this.requestSetup();
+    });
   }
 
   /** Queues the setup job now (outside any transaction); one already waiting makes this a no-op. */
@@ -729,8 +766,36 @@ export class TransferService {
    * events), written for every transfer in one statement and their events in one more: alone,
    * each transfer's setup was four.
    */
-  async completeSetups(trx: Transaction<any>, setups: Array<{ locked: TransferRow; legs: LegRow[]; handed: { legId: string; change: LegChange } | null }>): Promise<void> {
+  async completeSetups(trx: Transaction<any>, setups: SetupChange[]): Promise<void> {
+    const planned = this.#planSetups(setups);
+    for (const movement of planned.movements) await this.#postLegMovement(trx, movement.transfer, movement.before, movement.after);
+    await this.#repo.writeChanges(trx, planned.write);
+    await this.#events.recordMany(trx, planned.changes.map((c) => c.event));
+  }
+
+  /**
+   * completeSetups() without a transaction, for transfers this process has just created (it
+   * knows their rows and versions): one statement writes the changes and their events, guarded
+   * (platform/db/guard.ts) so that it writes nothing unless every transfer is still at the
+   * version it was created with and no webhook endpoint takes the events. Answers false, having
+   * written nothing, for setups that post to the ledger or whose events subscribers must see:
+   * those take completeSetups(). A guard that fails throws (isGuardRefusal).
+   */
+  async completeCreatedSetups(setups: SetupChange[]): Promise<boolean> {
+    if (!setups.length) return true;
+    const guard = this.#guards.setupEventsOnly;
+    if (!guard || setups.some((s) => this.#subscribedLately.get(s.locked.organization_id))) return false;
+    const planned = this.#planSetups(setups);
+    if (planned.movements.some((m) => postsOnLedger(m.before, m.after))) return false;
+    const expected = new Map(setups.map((s) => [s.locked.id, s.locked.version]));
+    await this.#repo.writeChangesGuarded(planned.write, { expectedVersions: expected, guard, alongside: [this.#events.insertPart(planned.changes.map((c) => c.event))] });
+    return true;
+  }
+
+  /** Setup's changes, worked out in memory: what to write, and each leg movement the ledger may need. */
+  #planSetups(setups: SetupChange[]) {
     const changes: PlannedChange[] = [];
+    const movements: Array<{ transfer: TransferRow; before: LegRow; after: LegRow }> = [];
     const finalTransfers = new Map<string, TransferRow>();
     const finalLegs = new Map<string, LegRow>();
     for (const setup of setups) {
@@ -739,7 +804,7 @@ export class TransferService {
       const leg = setup.handed && legs.find((l) => l.id === setup.handed!.legId);
       if (leg && setup.handed) {
         const change = legChange(transfer, leg, setup.handed.change);
-        await this.#postLegMovement(trx, transfer, leg, change.leg!);
+        movements.push({ transfer, before: leg, after: change.leg! });
         changes.push(change);
         transfer = change.transfer;
         legs[legs.indexOf(leg)] = change.leg!;
@@ -752,12 +817,11 @@ export class TransferService {
       changes.push(ready);
       finalTransfers.set(transfer.id, ready.transfer);
     }
-    await this.#repo.writeChanges(trx, {
-      items: changes.map((c) => ({ ...c.item, occurred_at: c.at })),
-      legs: [...finalLegs.values()],
-      transfers: [...finalTransfers.values()],
-    });
-    await this.#events.recordMany(trx, changes.map((c) => c.event));
+    return {
+      changes,
+      movements,
+      write: { items: changes.map((c) => ({ ...c.item, occurred_at: c.at })), legs: [...finalLegs.values()], transfers: [...finalTransfers.values()] },
+    };
   }
 
   /**
@@ -964,6 +1028,20 @@ function toSummary(row: TransferDetailRow): TransferSummary {
 }
 
 /** A change worked out in memory: the rows as it leaves them, its timeline item and its event. */
+/** A setup as completeSetups() takes it: the transfer as locked (or as created), its legs, and the leg its provider took. */
+export interface SetupChange {
+  locked: TransferRow;
+  legs: LegRow[];
+  handed: { legId: string; change: LegChange } | null;
+}
+
+/** Whether #postLegMovement posts anything for this leg movement. */
+function postsOnLedger(before: LegRow, after: LegRow): boolean {
+  const completedNow = after.status === 'COMPLETED' && before.status !== 'COMPLETED';
+  if (after.kind === 'PAYOUT') return after.status !== before.status;
+  return completedNow;
+}
+
 interface PlannedChange {
   transfer: TransferRow;
   item: NewTimelineRow;
