@@ -137,7 +137,7 @@ export class DestinationService {
   readonly #schemas: RailSchemaRegistry;
   // The current row of each destination read lately: what a quote and then its transfer read
   // again moments later. Only ever used under a guard on its version (currentVersionCondition).
-  readonly #recent = new RecentMemory<CurrentRow>({ capacity: 10_000, ttlMs: 10 * 60_000 });
+  readonly #recent = new RecentMemory<{ row: CurrentRow; snapshot?: DestinationSnapshot }>({ capacity: 10_000, ttlMs: 10 * 60_000 });
 
   constructor(deps: { db: Kysely<any>; entities: EntityService; rails: RailDirectory; env: Environment }) {
     this.#repo = new DestinationRepository(deps.db);
@@ -255,20 +255,23 @@ export class DestinationService {
    * lately: for a write that makes currentVersionCondition() its guard, never on its own.
    */
   recentSnapshot(organizationId: string, ref: { type: 'FIAT_ACCOUNT' | 'CRYPTO_WALLET'; id: string }): DestinationSnapshot | undefined {
-    const row = this.#recent.get(recentKey(organizationId, ref.type, ref.id));
-    return row && snapshotOf(ref.type, row, row);
+    const seen = this.#recent.get(recentKey(organizationId, ref.type, ref.id));
+    if (!seen) return undefined;
+    // Made once per row seen, and frozen: every transfer on it shares the one snapshot.
+    seen.snapshot ??= deepFreeze(snapshotOf(ref.type, seen.row, seen.row));
+    return seen.snapshot;
   }
 
   /** The fiat account as this process last read it, if it did lately; under the same guard as recentSnapshot(). */
   recentFiatAccount(organizationId: string, id: string): FiatAccount | undefined {
-    const row = this.#recent.get(recentKey(organizationId, 'FIAT_ACCOUNT', id));
-    return row && this.#toFiatAccount(row);
+    const seen = this.#recent.get(recentKey(organizationId, 'FIAT_ACCOUNT', id));
+    return seen && this.#toFiatAccount(seen.row);
   }
 
   /** The crypto wallet as this process last read it, if it did lately; under the same guard as recentSnapshot(). */
   recentCryptoWallet(organizationId: string, id: string): CryptoWallet | undefined {
-    const row = this.#recent.get(recentKey(organizationId, 'CRYPTO_WALLET', id));
-    return row && this.#toCryptoWallet(row);
+    const seen = this.#recent.get(recentKey(organizationId, 'CRYPTO_WALLET', id));
+    return seen && this.#toCryptoWallet(seen.row);
   }
 
   /**
@@ -343,7 +346,7 @@ export class DestinationService {
   async #current(organizationId: string, kind: DestinationKind, id: string): Promise<CurrentRow> {
     const row = isUuid(id) ? await this.#repo.findCurrent(organizationId, kind, id) : undefined;
     if (!row) throw notFound(NOUN[kind]);
-    this.#recent.set(recentKey(organizationId, kind, id), row);
+    this.#recent.set(recentKey(organizationId, kind, id), { row });
     return row;
   }
 
@@ -407,3 +410,11 @@ function snapshotOf(type: 'FIAT_ACCOUNT' | 'CRYPTO_WALLET', destination: Destina
 }
 
 const recentKey = (organizationId: string, kind: DestinationKind, id: string) => `${organizationId}/${kind}/${id}`;
+
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const inner of Object.values(value)) deepFreeze(inner);
+  }
+  return value;
+}

@@ -168,7 +168,8 @@ export class QuoteService {
   #usage: OptionUsage | null = null;
   // The options this process made, until they expire: the transfer that takes one, moments later,
   // reads nothing to know it (it guards the write with openOptionCondition instead).
-  readonly #recentOptions = new RecentMemory<QuoteOptionForTransfer>({ capacity: 50_000, ttlMs: 60_000 });
+  // Kept as rows, made into options only for the one a transfer asks for.
+  readonly #recentOptions = new RecentMemory<OptionWithQuoteRow>({ capacity: 50_000, ttlMs: 60_000 });
 
   constructor(options: QuoteServiceOptions) {
     // A quote made from what this process read lately (#recentBinding) is written only if the
@@ -223,8 +224,8 @@ export class QuoteService {
 
   /** The option as its quote made it, if this process made it and it has not expired (and is the organization's). */
   recentOption(organizationId: string, optionId: string): QuoteOptionForTransfer | undefined {
-    const option = this.#recentOptions.get(optionId);
-    return option?.organizationId === organizationId ? option : undefined;
+    const row = this.#recentOptions.get(optionId);
+    return row?.organization_id === organizationId ? toOptionForTransfer(row) : undefined;
   }
 
   /** A guard's condition (platform/db/guard.ts): the organization's option is still OPEN and unexpired. */
@@ -274,7 +275,7 @@ export class QuoteService {
       guarded,
     );
     for (const option of stored.options) {
-      this.#recentOptions.set(option.id, toOptionForTransfer({ ...stored.quote, ...option, effective_status: 'OPEN' }), { until: option.expires_at.getTime() });
+      this.#recentOptions.set(option.id, { ...stored.quote, ...option, effective_status: 'OPEN' }, { until: option.expires_at.getTime() });
     }
     return toQuoteView(stored.quote, stored.options);
   }

@@ -1,6 +1,8 @@
 import { sql } from 'kysely';
 import type { Kysely, Transaction } from 'kysely';
 import type { WithDefaults } from '../../platform/db/types.ts';
+import { encodeRows, insertRows } from '../../platform/db/recordset.ts';
+import { statement } from '../../platform/db/statement.ts';
 import type { LegKind, LegStatus } from '../adapter.ts';
 
 export type SandboxOutcome = 'SUCCEED' | 'FAIL' | 'RETURN';
@@ -33,6 +35,29 @@ interface Tables {
 /** A leg as a hand-off stores it. */
 export type NewSandboxLeg = Omit<SandboxLegRow, 'created_at' | 'updated_at' | 'amount_out' | 'reason'>;
 
+const NEW_LEG_COLUMNS = {
+  provider_reference: 'text',
+  provider_id: 'text',
+  leg_id: 'text',
+  transfer_id: 'text',
+  kind: 'text',
+  from_asset: 'text',
+  to_asset: 'text',
+  amount: 'numeric',
+  rate: 'text',
+  sandbox_outcome: 'text',
+  stage_index: 'integer',
+  progress_stage: 'text',
+  status: 'text',
+  raw_payload: 'jsonb',
+} as const;
+
+// One statement text for any number of legs (a setup batch hands off many at once): prepared once,
+// where a multi-row VALUES list was a new statement for each batch size, parsed and planned anew.
+const INSERT_LEGS_ONCE = statement<{ rows: string }, SandboxLegRow>(
+  (v) => sql`${insertRows('sandbox_provider_legs', v.rows, NEW_LEG_COLUMNS)} on conflict (provider_id, leg_id) do nothing returning *`,
+);
+
 export type SandboxLegUpdate = Pick<SandboxLegRow, 'stage_index' | 'progress_stage' | 'status' | 'reason' | 'amount_out' | 'raw_payload'>;
 
 export class SandboxLegRepository {
@@ -47,12 +72,7 @@ export class SandboxLegRepository {
    */
   async insertManyOnce(rows: NewSandboxLeg[]): Promise<SandboxLegRow[]> {
     if (!rows.length) return [];
-    const inserted = await this.#db
-      .insertInto('sandbox_provider_legs')
-      .values(rows.map((row) => ({ ...row, raw_payload: JSON.stringify(row.raw_payload) as never })))
-      .onConflict((oc) => oc.columns(['provider_id', 'leg_id']).doNothing())
-      .returningAll()
-      .execute();
+    const inserted = await INSERT_LEGS_ONCE.run(this.#db, { rows: encodeRows(rows, NEW_LEG_COLUMNS) });
     if (inserted.length === rows.length) return inserted;
     const fresh = new Set(inserted.map((row) => `${row.provider_id}/${row.leg_id}`));
     const earlier = rows.filter((row) => !fresh.has(`${row.provider_id}/${row.leg_id}`));
