@@ -239,6 +239,19 @@ const TRANSFER_CHANGE_COLUMNS = {
   actual_fee_total: 'numeric',
 } as const;
 
+// What a change writes of a transfer (c: a row of TRANSFER_CHANGE_COLUMNS), in both change statements.
+const TRANSFER_CHANGE_SET = sql`status = c.status, blocking_party = c.blocking_party, status_reason = c.status_reason, version = c.version,
+  updated_at = c.updated_at, api_view = c.api_view, funds_received_at = c.funds_received_at, reviewed_at = c.reviewed_at,
+  actual_source_amount = c.actual_source_amount, actual_destination_amount = c.actual_destination_amount, actual_fee_total = c.actual_fee_total`;
+
+/** Each changed leg as the change leaves it (rows of LEG_CHANGE_COLUMNS), returning the ids it matched. */
+const updateLegs = (legs: unknown, legIds: unknown) => sql`
+  update transfer_legs as l set status = c.status, progress_stage = c.progress_stage, provider_reference = c.provider_reference,
+    actual_amount_in = c.actual_amount_in, actual_amount_out = c.actual_amount_out, status_reason = c.status_reason, updated_at = c.updated_at
+    from ${recordset(legs, LEG_CHANGE_COLUMNS, 'c')}
+   where l.id = c.id and l.transfer_id = c.transfer_id and l.id = any(${legIds}::uuid[])
+  returning l.id`;
+
 /**
  * Several changes in one statement: the timeline items, and each changed leg and transfer as the
  * change leaves it. Answers how many legs and transfers matched. The rows to change are also
@@ -248,17 +261,9 @@ const TRANSFER_CHANGE_COLUMNS = {
 const WRITE_CHANGES = statement<{ items: string; legs: string; transfers: string; legIds: string[]; transferIds: string[] }, { transfers: number; legs: number }>(
   (v) => sql`
     with new_items as (${insertRows('transfer_events', v.items, ITEM_COLUMNS)}),
-         changed_legs as (
-           update transfer_legs as l set status = c.status, progress_stage = c.progress_stage, provider_reference = c.provider_reference,
-             actual_amount_in = c.actual_amount_in, actual_amount_out = c.actual_amount_out, status_reason = c.status_reason, updated_at = c.updated_at
-             from ${recordset(v.legs, LEG_CHANGE_COLUMNS, 'c')}
-            where l.id = c.id and l.transfer_id = c.transfer_id and l.id = any(${v.legIds}::uuid[])
-           returning l.id
-         ),
+         changed_legs as (${updateLegs(v.legs, v.legIds)}),
          changed_transfers as (
-           update transfers as t set status = c.status, blocking_party = c.blocking_party, status_reason = c.status_reason, version = c.version,
-             updated_at = c.updated_at, api_view = c.api_view, funds_received_at = c.funds_received_at, reviewed_at = c.reviewed_at,
-             actual_source_amount = c.actual_source_amount, actual_destination_amount = c.actual_destination_amount, actual_fee_total = c.actual_fee_total
+           update transfers as t set ${TRANSFER_CHANGE_SET}
              from ${recordset(v.transfers, TRANSFER_CHANGE_COLUMNS, 'c')}
             where t.id = c.id and t.id = any(${v.transferIds}::uuid[])
            returning t.id
@@ -581,22 +586,14 @@ export class TransferRepository {
       built = statement(
         (v) => sql`
           with changed_transfers as (
-                 update transfers as t set status = c.status, blocking_party = c.blocking_party, status_reason = c.status_reason, version = c.version,
-                   updated_at = c.updated_at, api_view = c.api_view, funds_received_at = c.funds_received_at, reviewed_at = c.reviewed_at,
-                   actual_source_amount = c.actual_source_amount, actual_destination_amount = c.actual_destination_amount, actual_fee_total = c.actual_fee_total
+                 update transfers as t set ${TRANSFER_CHANGE_SET}
                    from ${recordset(v.transfers, GUARDED_TRANSFER_CHANGE_COLUMNS, 'c')}
                   where t.id = c.id and t.id = any(${v.transferIds}::uuid[]) and t.version = c.expected_version
                     and ${guard.condition({ organizationId: sql.ref('t.organization_id') })}
                  returning t.id
                ),
                new_items as (${insertRows('transfer_events', v.items, ITEM_COLUMNS)}),
-               changed_legs as (
-                 update transfer_legs as l set status = c.status, progress_stage = c.progress_stage, provider_reference = c.provider_reference,
-                   actual_amount_in = c.actual_amount_in, actual_amount_out = c.actual_amount_out, status_reason = c.status_reason, updated_at = c.updated_at
-                   from ${recordset(v.legs, LEG_CHANGE_COLUMNS, 'c')}
-                  where l.id = c.id and l.transfer_id = c.transfer_id and l.id = any(${v.legIds}::uuid[])
-                 returning l.id
-               )
+               changed_legs as (${updateLegs(v.legs, v.legIds)})
                ${sql.join(parts.map((part, i) => sql`, ${sql.raw(`part_${i}`)} as (${part.sql(v[`part${i}`])})`), sql``)}
           select (select count(*) from changed_transfers) = ${v.transferCount}::int and (select count(*) from changed_legs) = ${v.legCount}::int
                  or corridor_refuse('transfer changed meanwhile') as written`,
