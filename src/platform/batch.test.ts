@@ -44,6 +44,19 @@ describe('Batcher', () => {
     assert.deepEqual(r.batches, [[1], [2, 3, 4]]);
   });
 
+  test('with a window, callers of several turns of the event loop within it share one batch', async () => {
+    const r = recorder((n: number) => n);
+    const batcher = new Batcher(r.run, { windowMs: 30 });
+    const first = batcher.submit(1);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const second = batcher.submit(2);
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(r.batches.length, 0, 'nothing is sent before the window closes');
+    await r.release();
+    assert.deepEqual(await Promise.all([first, second]), [1, 2]);
+    assert.deepEqual(r.batches, [[1, 2]]);
+  });
+
   test('a batch is never larger than maxSize, and concurrency bounds the batches in flight', async () => {
     const r = recorder((n: number) => n);
     const batcher = new Batcher(r.run, { maxSize: 2, concurrency: 2 });

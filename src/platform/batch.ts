@@ -14,6 +14,11 @@ export interface BatcherOptions {
   maxSize?: number;
   /** Batches of this kind in flight at once. */
   concurrency?: number;
+  /**
+   * Gathers a batch for this long before sending it, instead of only the callers of one turn of
+   * the event loop: for work no caller waits on (background work), where larger batches cost less.
+   */
+  windowMs?: number;
 }
 
 interface Pending<I, O> {
@@ -26,6 +31,7 @@ export class Batcher<I, O> {
   readonly #run: (items: I[]) => Promise<O[]>;
   readonly #maxSize: number;
   readonly #concurrency: number;
+  readonly #windowMs: number;
   #queue: Array<Pending<I, O>> = [];
   #inFlight = 0;
   #scheduled = false;
@@ -35,6 +41,7 @@ export class Batcher<I, O> {
     this.#run = run;
     this.#maxSize = options.maxSize ?? 64;
     this.#concurrency = options.concurrency ?? 1;
+    this.#windowMs = options.windowMs ?? 0;
   }
 
   submit(item: I): Promise<O> {
@@ -51,7 +58,7 @@ export class Batcher<I, O> {
   #schedule(): void {
     if (this.#scheduled || this.#inFlight >= this.#concurrency || !this.#queue.length) return;
     this.#scheduled = true;
-    setImmediate(() => {
+    const start = () => {
       this.#scheduled = false;
       while (this.#inFlight < this.#concurrency && this.#queue.length) {
         const batch = this.#queue.splice(0, this.#maxSize);
@@ -61,7 +68,9 @@ export class Batcher<I, O> {
           this.#schedule();
         });
       }
-    });
+    };
+    if (this.#windowMs > 0) setTimeout(start, this.#windowMs);
+    else setImmediate(start);
   }
 
   async #execute(batch: Array<Pending<I, O>>): Promise<void> {
