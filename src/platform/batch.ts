@@ -69,7 +69,8 @@ export class Batcher<I, O> {
         });
       }
     };
-    if (this.#windowMs > 0) setTimeout(start, this.#windowMs);
+    // A window closes early once a full batch is waiting.
+    if (this.#windowMs > 0 && this.#queue.length < this.#maxSize) setTimeout(start, this.#windowMs);
     else setImmediate(start);
   }
 

@@ -236,7 +236,7 @@ export class TransferEngine {
     // batches share one hand-off and one statement. Measured with the pair load of `npm run bench
     // transfers` (2026-11-26, three alternating runs each): 773 creations a second without a window,
     // 829 with 50 ms; a creation's CPU fell from 2.01 to 1.82 ms of the machine's.
-    { windowMs: CREATED_SETUP_WINDOW_MS, maxSize: 16 },
+    { windowMs: CREATED_SETUP_WINDOW_MS, maxSize: 1000 },
   );
 
   async #setUpCreatedGroups(groups: Array<Array<TransferRow & { legs: LegRow[] }>>): Promise<void[]> {
