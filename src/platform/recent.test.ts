@@ -4,13 +4,16 @@ import { RecentMemory } from './recent.ts';
 
 test('an entry is kept until its time, then forgotten', () => {
   const memory = new RecentMemory<string>({ capacity: 10, ttlMs: 1000 });
-  memory.set('a', 'first');
-  memory.set('b', 'second', { until: Date.now() + 60_000 });
-  assert.equal(memory.get('a'), 'first');
-  assert.equal(memory.get('a', Date.now() + 999), 'first');
-  assert.equal(memory.get('a', Date.now() + 1001), undefined);
+  const now = Date.now();
+  memory.set('a', 'first', { until: now + 1000 });
+  memory.set('b', 'second');
+  assert.equal(memory.get('a', now), 'first');
+  assert.equal(memory.get('a', now + 999), 'first');
+  assert.equal(memory.get('a', now + 1000), undefined);
   assert.equal(memory.size, 1, 'an expired entry read is dropped');
-  assert.equal(memory.get('b', Date.now() + 30_000), 'second');
+  // Without a time of its own, an entry is kept for the memory's ttlMs.
+  assert.equal(memory.get('b', Date.now() + 500), 'second');
+  assert.equal(memory.get('b', Date.now() + 60_000), undefined);
 });
 
 test('past its capacity the entry set longest ago goes first; setting again makes an entry young', () => {
