@@ -239,7 +239,7 @@ export default async function run(ctx: BenchContext): Promise<BenchResult> {
         `${CONCURRENCY} closed-loop HTTPS clients (keep-alive connections that write each request in one piece, as wrk does: ` +
         `\`BenchConnection\` in bench/lib.ts) for ${SECONDS} s per measure after a 2 s warm-up. A creation is \`POST /v1/quotes\` ` +
         `(USD ACH → EUR SEPA, bound to a saved fiat account) then \`POST /v1/transfers\` with a fresh Idempotency-Key; the sandbox engine ` +
-        `prepares each created transfer on the job queue meanwhile. Reads are \`GET /v1/transfers/{id}\` over the transfers just created ` +
+        `prepares each created transfer meanwhile (in this process, from the rows the creation wrote: docs/TRANSFERS.md). Reads are \`GET /v1/transfers/{id}\` over the transfers just created ` +
         `(API key authentication). References in the same run: \`pgbench -i\` then \`pgbench -N -T 10 -c 2\` on a scratch database of the same ` +
         `server, and unauthenticated \`GET /health\` (one \`select 1\`) at the same concurrency. Reads and their reference run in ${ROUNDS} ` +
         `alternating slices each (so load from elsewhere on the machine falls on both alike), and the client receives each body whole ` +
