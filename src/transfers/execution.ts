@@ -226,11 +226,14 @@ export class TransferEngine {
    * set up in a transaction as any other. Callers arriving while a batch is under way join the
    * next one. Fails when a transfer could not be prepared; the setup job then takes it.
    */
-  setUpCreated(created: Array<TransferRow & { legs: LegRow[] }>): Promise<void> {
-    return this.#createdSetups.submit(created);
+  async setUpCreated(created: Array<TransferRow & { legs: LegRow[] }>): Promise<void> {
+    const failed = await this.#createdSetups.submit(created);
+    if (failed) throw failed;
   }
 
-  readonly #createdSetups = new Batcher<Array<TransferRow & { legs: LegRow[] }>, void>(
+  // Answers each caller the error of its own transfers that could not be prepared, or null: one
+  // refused hand-off does not make the others of the batch run again.
+  readonly #createdSetups = new Batcher<Array<TransferRow & { legs: LegRow[] }>, AggregateError | null>(
     (groups) => this.#setUpCreatedGroups(groups),
     // Nobody waits on a setup: gathered over a short window, the setups of several creation
     // batches share one hand-off and one statement. Measured with the pair load of `npm run bench
@@ -239,7 +242,7 @@ export class TransferEngine {
     { windowMs: CREATED_SETUP_WINDOW_MS, maxSize: 1000 },
   );
 
-  async #setUpCreatedGroups(groups: Array<Array<TransferRow & { legs: LegRow[] }>>): Promise<void[]> {
+  async #setUpCreatedGroups(groups: Array<Array<TransferRow & { legs: LegRow[] }>>): Promise<Array<AggregateError | null>> {
     const created = groups.flat();
     const failed = new Map<string, Error>();
     await this.#serialAll(
@@ -258,8 +261,10 @@ export class TransferEngine {
         await this.#completeHanded(ready, failed);
       },
     );
-    if (failed.size) throw new AggregateError([...failed.values()], `${failed.size} created transfer(s) could not be prepared: ${[...failed.values()][0]!.message}`);
-    return groups.map(() => undefined);
+    return groups.map((group) => {
+      const errors = group.flatMap((t) => failed.get(t.id) ?? []);
+      return errors.length ? new AggregateError(errors, `${errors.length} created transfer(s) could not be prepared: ${errors[0]!.message}`) : null;
+    });
   }
 
   /** The handed-off setups written in one transaction (each in its own when that one fails). */

@@ -270,7 +270,7 @@ export class TransferService {
     const scope = { organizationId, operation: CREATE_OPERATION, key, requestHash: requestFingerprint(body) };
     // A transfer on an option this process quoted a moment ago reads nothing: the option, the
     // destination's snapshot and the answer about subscribers are what this process last saw,
-    // and the creation's statement checks them again (#guard). Should one no longer hold, the
+    // and the creation's statement checks them again (#guards). Should one no longer hold, the
     // creation is made as any other, from fresh reads.
     const recent = this.#recentPreparation(organizationId, body);
     if (recent) {
@@ -315,26 +315,22 @@ export class TransferService {
       sql<boolean>`${unless(entities.activeCondition({ id: t.entityId, organizationId: t.organizationId }), 'entity not active')}
         and ${unless(quotes.openOptionCondition({ id: t.quoteOptionId, organizationId: t.organizationId }), 'option not open')}
         and ${destinations ? unless(destinations.currentVersionCondition({ kind: t.destinationType, id: t.destinationId, organizationId: t.organizationId, version: t.destinationVersion }), 'destination changed') : unless(sql<boolean>`false`, 'no destinations')}`;
-    const probe = this.#events.unsubscribedCondition({ organizationId: sql.lit(null), type: sql.lit(null) });
+    // Whether every subscriber can say "none for this organization and type" as a condition.
+    const guardable = this.#events.unsubscribedCondition({ organizationId: sql.lit(null), type: sql.lit(null) }) !== null;
     const unsubscribed = (organizationId: RawBuilder<unknown>, type: string) => unless(this.#events.unsubscribedCondition({ organizationId, type: sql.lit(type) })!, 'subscribers');
     const guards = {
       subscribersRun: { name: 'facts', condition: facts },
-      eventsOnly:
-        probe === null
-          ? null
-          : {
-              name: 'facts-unsubscribed',
-              condition: (t: CreationRefs) => sql<boolean>`${facts(t)} and ${unsubscribed(t.organizationId, 'transfer.status_changed')}`,
-            },
+      eventsOnly: guardable
+        ? { name: 'facts-unsubscribed', condition: (t: CreationRefs) => sql<boolean>`${facts(t)} and ${unsubscribed(t.organizationId, 'transfer.status_changed')}` }
+        : null,
       // A setup's events: the leg handed to its provider, and READY_TO_FUND.
-      setupEventsOnly:
-        probe === null
-          ? null
-          : {
-              name: 'setup-unsubscribed',
-              condition: (t: { organizationId: RawBuilder<unknown> }) =>
-                sql<boolean>`${unsubscribed(t.organizationId, 'transfer.leg_status_changed')} and ${unsubscribed(t.organizationId, 'transfer.status_changed')}`,
-            },
+      setupEventsOnly: guardable
+        ? {
+            name: 'setup-unsubscribed',
+            condition: (t: { organizationId: RawBuilder<unknown> }) =>
+              sql<boolean>`${unsubscribed(t.organizationId, 'transfer.leg_status_changed')} and ${unsubscribed(t.organizationId, 'transfer.status_changed')}`,
+          }
+        : null,
     };
     // Kept once the neighbours are all wired (destinations come after construction).
     if (destinations) this.#creationGuards = guards;
@@ -415,7 +411,7 @@ export class TransferService {
   #recentPreparation(organizationId: string, body: CreateTransferBody): { option: QuoteOption; snapshot: DestinationSnapshot } | undefined {
     if (!this.#destinations) return undefined;
     const option = this.#quotes.recentOption(organizationId, body.quoteOptionId);
-    if (!option || option.status !== 'OPEN' || option.expiresAt.getTime() <= Date.now()) return undefined;
+    if (!option) return undefined;
     const ref = destinationRefOf(body);
     const snapshot = this.#destinations.recentSnapshot(organizationId, ref);
     if (!snapshot) return undefined;
